@@ -1,0 +1,90 @@
+// Array: concrete data (dtype, shape, memory kind) passed to and returned from compiled programs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "ferry/error.h"
+#include "ferry/types.h"
+
+namespace ferry {
+
+namespace detail {
+struct Storage;  // owned bytes; the runtime may hand out storage that lives in one of its arenas
+}
+
+class Array {
+ public:
+  Array() = default;
+
+  // Copies `data` (row-major, num_elements(shape) values) into a new array.
+  template <class T>
+  static Array from(const std::vector<T>& data, Shape shape, MemoryKind kind = MemoryKind::device) {
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<unsigned char> bytes(data.begin(), data.end());
+      return from_bytes(bytes.data(), bytes.size(), DType::boolean, std::move(shape), kind);
+    } else {
+      return from_bytes(data.data(), data.size() * sizeof(T), dtype_of<T>(), std::move(shape), kind);
+    }
+  }
+  // A rank-0 array.
+  template <class T> static Array scalar(T value) { return from(std::vector<T>{value}, {}); }
+  static Array from_bytes(const void* data, size_t bytes, DType dtype, Shape shape,
+                          MemoryKind kind = MemoryKind::device);
+  // Zero-filled storage of the given type.
+  static Array allocate(DType dtype, Shape shape, MemoryKind kind = MemoryKind::device);
+  // An array over storage someone else owns (the runtime's arenas).
+  Array(std::shared_ptr<detail::Storage> storage, DType dtype, Shape shape, MemoryKind kind);
+
+  bool defined() const { return storage_ != nullptr; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  MemoryKind memory_kind() const { return kind_; }
+  int64_t size() const { return num_elements(shape_); }
+  size_t nbytes() const { return static_cast<size_t>(size()) * dtype_size(dtype_); }
+  const void* data() const;
+  void* mutable_data();
+
+  // The elements, row-major. T must store the array's dtype exactly; f16 and bf16 arrays may also
+  // be read as float. Anything else is INVALID_ARGUMENT.
+  template <class T> std::vector<T> to_vector() const {
+    if constexpr (std::is_same_v<T, bool>) {
+      check_read(DType::boolean);
+      auto* p = static_cast<const unsigned char*>(data());
+      return std::vector<bool>(p, p + size());
+    } else {
+      if (std::is_same_v<T, float> && (dtype_ == DType::f16 || dtype_ == DType::bf16))
+        return as_floats_impl<T>();
+      check_read(dtype_of<T>());
+      auto* p = static_cast<const T*>(data());
+      return std::vector<T>(p, p + size());
+    }
+  }
+  // "f32[2,2]{device} [[1, 2], [3, 4]]"; long arrays are elided in the middle.
+  std::string to_string(int64_t max_elements = 64) const;
+
+  // Same bytes and type.
+  bool equals(const Array& other) const;
+
+ private:
+  void check_read(DType requested) const;
+  std::vector<float> half_to_floats() const;
+  template <class T> std::vector<T> as_floats_impl() const {
+    if constexpr (std::is_same_v<T, float>) return half_to_floats();
+    else return {};
+  }
+
+  std::shared_ptr<detail::Storage> storage_;
+  DType dtype_ = DType::f32;
+  Shape shape_;
+  MemoryKind kind_ = MemoryKind::device;
+};
+
+Array full(const Shape& shape, double value, DType dtype = DType::f32);
+Array ones(const Shape& shape, DType dtype = DType::f32);
+Array zeros(const Shape& shape, DType dtype = DType::f32);
+
+}  // namespace ferry

@@ -1,0 +1,151 @@
+// jit: trace a C++ function into a Program, lower it for given argument types, compile and run it.
+//
+//   auto f = ferry::jit([](ferry::Tensor x, std::vector<ferry::Tensor> ws) { ... return loss; });
+//   ferry::Lowered lowered = f.lower(x_array, w_arrays);      // or ShapeDtype specs
+//   std::cout << lowered.as_text();
+//   ferry::Compiled c = lowered.compile();
+//   std::vector<ferry::Array> outs = c(x_array, w_arrays);
+//
+// Arguments are Tensors (from an Array or ShapeDtype) or std::vector<Tensor> (from a vector of
+// them). Results may be a Tensor, a std::vector<Tensor>, or a pair/tuple of those; the compiled
+// program returns them flattened, in order, as a std::vector<Array>.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "ferry/array.h"
+#include "ferry/tensor.h"
+#include "ferry/tree.h"
+
+namespace ferry {
+
+// The type of an argument, for lowering without data.
+struct ShapeDtype {
+  Shape shape;
+  DType dtype = DType::f32;
+  MemoryKind kind = MemoryKind::device;
+};
+
+struct CompileOptions {
+  int64_t device_memory_limit = 0;       // bytes; 0: no limit
+  std::string backend = "cpu";
+  double link_bandwidth_bytes_per_s = 25e9;  // host <-> device copies, for the cost model
+  double compute_flops_per_s = 1e11;         // for the cost model
+};
+
+namespace detail {
+struct LoweredImpl;
+struct CompiledImpl;
+}  // namespace detail
+
+class Compiled {
+ public:
+  explicit Compiled(std::shared_ptr<const detail::CompiledImpl> impl) : impl_(std::move(impl)) {}
+
+  // Runs the program on Arrays and vectors of Arrays, in the order the traced function took them.
+  template <class... Args> std::vector<Array> operator()(const Args&... args) const {
+    std::vector<Array> flat;
+    (flatten_arg(args, flat), ...);
+    return run(flat);
+  }
+  std::vector<Array> run(const std::vector<Array>& flat_args) const;
+  // The program that runs, after the compiler's passes.
+  std::string as_text() const;
+  // The types run() takes and returns, flattened.
+  std::vector<ShapeDtype> input_specs() const;
+  std::vector<ShapeDtype> output_specs() const;
+
+ private:
+  static void flatten_arg(const Array& a, std::vector<Array>& out) { out.push_back(a); }
+  static void flatten_arg(const std::vector<Array>& as, std::vector<Array>& out) {
+    out.insert(out.end(), as.begin(), as.end());
+  }
+  std::shared_ptr<const detail::CompiledImpl> impl_;
+};
+
+class Lowered {
+ public:
+  explicit Lowered(std::shared_ptr<const detail::LoweredImpl> impl) : impl_(std::move(impl)) {}
+
+  // The traced program as IR text; parse_program() reads it back.
+  std::string as_text() const;
+  Compiled compile(const CompileOptions& options = {}) const;
+  const detail::LoweredImpl& impl() const { return *impl_; }
+
+ private:
+  std::shared_ptr<const detail::LoweredImpl> impl_;
+};
+
+// A Lowered program from IR text (as printed by as_text()). Bad text is INVALID_ARGUMENT with the
+// line and column; a program that does not verify is INVALID_ARGUMENT naming the equation.
+Lowered parse_program(const std::string& text);
+
+namespace detail {
+
+// One trace in progress: the innermost active trace while it lives.
+class TraceSession {
+ public:
+  explicit TraceSession(std::string name);
+  ~TraceSession();
+  TraceSession(const TraceSession&) = delete;
+  TraceSession& operator=(const TraceSession&) = delete;
+
+  Tensor input(const Array& a);
+  Tensor input(const ShapeDtype& s);
+  template <class A> std::vector<Tensor> input(const std::vector<A>& as) {
+    std::vector<Tensor> ts;
+    ts.reserve(as.size());
+    for (const auto& a : as) ts.push_back(input(a));
+    return ts;
+  }
+  // Ends the trace with these outputs.
+  Lowered finish(const std::vector<Tensor>& outputs);
+
+ private:
+  std::shared_ptr<Tracer> tracer_;
+};
+
+template <class T> struct is_tensor_arg : std::false_type {};
+template <> struct is_tensor_arg<Tensor> : std::true_type {};
+template <> struct is_tensor_arg<std::vector<Tensor>> : std::true_type {};
+
+}  // namespace detail
+
+template <class F> class Jitted {
+ public:
+  Jitted(F f, std::string name) : f_(std::move(f)), name_(std::move(name)) {}
+
+  // Traces f on arguments of these types (Array, ShapeDtype, or vectors of either).
+  template <class... Args> Lowered lower(const Args&... args) const {
+    detail::TraceSession session(name_);
+    // Braces evaluate left to right, so program inputs follow the argument order.
+    std::tuple<decltype(session.input(args))...> inputs{session.input(args)...};
+    std::vector<Tensor> outs;
+    detail::flatten(std::apply(f_, inputs), outs);
+    return session.finish(outs);
+  }
+
+  // On Tensors (inside another trace) f is inlined into that trace; on Arrays it is lowered,
+  // compiled and run.
+  template <class... Args> auto operator()(const Args&... args) const {
+    if constexpr ((detail::is_tensor_arg<Args>::value || ...)) {
+      return f_(args...);
+    } else {
+      return lower(args...).compile()(args...);
+    }
+  }
+
+ private:
+  F f_;
+  std::string name_;
+};
+
+template <class F> Jitted<F> jit(F f, std::string name = "main") { return Jitted<F>(std::move(f), std::move(name)); }
+
+}  // namespace ferry

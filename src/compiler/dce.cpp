@@ -1,0 +1,39 @@
+#include "compiler/dce.h"
+
+#include <vector>
+
+namespace ferry::compiler {
+
+bool eliminate_dead_code(ir::Program& program) {
+  bool changed = false;
+  std::vector<bool> live(program.values.size(), false);
+  for (ir::ValueId v : program.outputs) live[static_cast<size_t>(v)] = true;
+  std::vector<bool> keep(program.equations.size(), false);
+  for (size_t e = program.equations.size(); e-- > 0;) {
+    const ir::Equation& eq = program.equations[e];
+    for (ir::ValueId v : eq.outputs) keep[e] = keep[e] || live[static_cast<size_t>(v)];
+    if (!keep[e]) continue;
+    for (ir::ValueId v : eq.inputs) live[static_cast<size_t>(v)] = true;
+  }
+  std::vector<ir::Equation> kept;
+  kept.reserve(program.equations.size());
+  for (size_t e = 0; e < program.equations.size(); ++e) {
+    if (!keep[e]) {
+      changed = true;
+      continue;
+    }
+    ir::Equation& eq = program.equations[e];
+    for (auto& body : eq.subprograms) {
+      auto copy = std::make_shared<ir::Program>(*body);
+      if (eliminate_dead_code(*copy)) {
+        body = copy;
+        changed = true;
+      }
+    }
+    kept.push_back(std::move(eq));
+  }
+  program.equations = std::move(kept);
+  return changed;
+}
+
+}  // namespace ferry::compiler

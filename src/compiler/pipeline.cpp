@@ -1,0 +1,35 @@
+#include "compiler/pipeline.h"
+
+#include <fmt/format.h>
+
+#include "ferry/error.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+
+namespace ferry::compiler {
+
+std::vector<Pass> passes_for(const CompileOptions& options) {
+  // The foundation has no rewriting passes yet; autodiff adds clean-ups (DCE, CSE), memory
+  // planning adds scheduling and buffer assignment, offloading adds copy lowering.
+  (void)options;
+  return {};
+}
+
+std::shared_ptr<const ir::Program> run_pipeline(const ir::Program& program, const CompileOptions& options,
+                                                const std::function<void(const std::string&)>& dump) {
+  auto p = std::make_shared<ir::Program>(program);
+  ir::verify(*p);
+  if (dump) dump("// input\n" + ir::print(*p));
+  for (const Pass& pass : passes_for(options)) {
+    bool changed = pass.run(*p);
+    try {
+      ir::verify(*p);
+    } catch (const Error& e) {
+      throw Error(ErrorCode::internal, fmt::format("pass {} produced an invalid program: {}", pass.name, e.message()));
+    }
+    if (dump) dump(fmt::format("// after {}{}\n{}", pass.name, changed ? "" : " (no change)", ir::print(*p)));
+  }
+  return p;
+}
+
+}  // namespace ferry::compiler

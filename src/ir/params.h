@@ -1,0 +1,98 @@
+// Typed parameters of equations: one struct per primitive family. The registry says which struct a
+// primitive takes; printer and parser handle every struct through one attribute list.
+#pragma once
+
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include "ferry/types.h"
+
+namespace ferry::ir {
+
+using Dims = std::vector<int64_t>;
+
+struct NoParams {
+  bool operator==(const NoParams&) const = default;
+};
+
+struct ConvertParams {
+  DType new_dtype = DType::f32;
+  bool operator==(const ConvertParams&) const = default;
+};
+
+// iota: values 0, 1, ... along `dimension` of `shape`, broadcast along the others.
+struct IotaParams {
+  DType dtype = DType::i32;
+  Shape shape;
+  int64_t dimension = 0;
+  bool operator==(const IotaParams&) const = default;
+};
+
+// constant: `shape` filled with `value` (a splat); literals of traced code.
+struct ConstantParams {
+  double value = 0;
+  DType dtype = DType::f32;
+  Shape shape;
+  bool operator==(const ConstantParams&) const = default;
+};
+
+// Operand dimension i becomes output dimension broadcast_dimensions[i] (as in XLA).
+struct BroadcastInDimParams {
+  Shape shape;
+  Dims broadcast_dimensions;
+  bool operator==(const BroadcastInDimParams&) const = default;
+};
+
+struct ReshapeParams {
+  Shape new_sizes;
+  bool operator==(const ReshapeParams&) const = default;
+};
+
+// Output dimension i is operand dimension permutation[i].
+struct TransposeParams {
+  Dims permutation;
+  bool operator==(const TransposeParams&) const = default;
+};
+
+struct ReduceParams {
+  Dims axes;
+  bool operator==(const ReduceParams&) const = default;
+};
+
+// As in XLA: the output is [batch..., lhs free..., rhs free...].
+struct DotDimensionNumbers {
+  Dims lhs_contracting, rhs_contracting, lhs_batch, rhs_batch;
+  bool operator==(const DotDimensionNumbers&) const = default;
+};
+struct DotGeneralParams {
+  DotDimensionNumbers dims;
+  bool operator==(const DotGeneralParams&) const = default;
+};
+
+struct SliceParams {
+  Dims start_indices, limit_indices, strides;
+  bool operator==(const SliceParams&) const = default;
+};
+
+// dynamic_slice(operand, start_0, ..., start_{r-1}); starts are clamped so the slice stays inside.
+struct DynamicSliceParams {
+  Shape slice_sizes;
+  bool operator==(const DynamicSliceParams&) const = default;
+};
+
+struct ConcatenateParams {
+  int64_t dimension = 0;
+  bool operator==(const ConcatenateParams&) const = default;
+};
+
+struct DevicePutParams {
+  MemoryKind dst = MemoryKind::device;
+  bool operator==(const DevicePutParams&) const = default;
+};
+
+using Params = std::variant<NoParams, ConvertParams, IotaParams, ConstantParams, BroadcastInDimParams,
+                            ReshapeParams, TransposeParams, ReduceParams, DotGeneralParams, SliceParams,
+                            DynamicSliceParams, ConcatenateParams, DevicePutParams>;
+
+}  // namespace ferry::ir

@@ -1,0 +1,48 @@
+// Program: ferry's IR. Semantics:
+// - A Program has typed values numbered 0..n-1 (SSA: each is defined exactly once, either as an
+//   input of the program or as an output of one equation), a list of equations in execution order,
+//   and the values it returns.
+// - An Equation applies one primitive with its typed parameters to input values and defines its
+//   output values. `subprograms` hold bodies for control flow (scan, checkpoint) in later layers.
+// - `name` is a source name (a checkpoint name or a user tag) carried for reports; it does not
+//   change what the equation computes.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ferry/primitive.h"
+#include "ir/params.h"
+#include "ir/type.h"
+
+namespace ferry::ir {
+
+using ValueId = int32_t;
+
+struct Program;
+
+struct Equation {
+  Primitive prim = Primitive::add;
+  Params params;
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
+  std::vector<std::shared_ptr<const Program>> subprograms;
+  std::string name;
+};
+
+struct Program {
+  std::string name = "main";
+  std::vector<Type> values;  // type of each value, indexed by ValueId
+  std::vector<ValueId> inputs;
+  std::vector<Equation> equations;
+  std::vector<ValueId> outputs;
+
+  ValueId add_value(Type t) {
+    values.push_back(std::move(t));
+    return static_cast<ValueId>(values.size() - 1);
+  }
+  const Type& type(ValueId v) const { return values.at(static_cast<size_t>(v)); }
+};
+
+}  // namespace ferry::ir

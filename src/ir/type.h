@@ -1,0 +1,24 @@
+// The type of an IR value: element type, shape and the memory kind it lives in.
+#pragma once
+
+#include <string>
+
+#include "ferry/types.h"
+
+namespace ferry::ir {
+
+struct Type {
+  DType dtype = DType::f32;
+  Shape shape;
+  MemoryKind kind = MemoryKind::device;
+
+  int64_t rank() const { return static_cast<int64_t>(shape.size()); }
+  int64_t num_elements() const { return ferry::num_elements(shape); }
+  int64_t size_bytes() const { return num_elements() * static_cast<int64_t>(dtype_size(dtype)); }
+  bool operator==(const Type&) const = default;
+};
+
+// "f32[2,3]" for device values, "f32[2,3]{pinned_host}" for others.
+std::string to_string(const Type& t);
+
+}  // namespace ferry::ir

@@ -1,0 +1,135 @@
+// Elementwise primitives: unary math, binary arithmetic, comparisons, select and
+// convert_element_type. Operands are never broadcast implicitly here: the front end inserts
+// broadcast_in_dim first, so the IR states every shape.
+//
+// Cost: one flop per output element for all of them; transcendentals (exp, log, sin, pow, ...) are
+// not weighted more than an add, which is enough for the scheduler's compute-vs-copy estimates.
+#include <fmt/format.h>
+
+#include "prims/families.h"
+#include "prims/rule_helpers.h"
+
+namespace ferry::prims {
+namespace {
+
+using detail::check_operands;
+using detail::invalid;
+
+// Transcendental and root functions: floating dtypes only, as in XLA.
+std::vector<ir::Type> unary_floating_rule(std::span<const ir::Type> in, const ir::Params&) {
+  check_operands(in);
+  if (!is_floating(in[0].dtype))
+    invalid(fmt::format("requires a floating dtype (f32, f64, f16, bf16), got {}", dtype_name(in[0].dtype)));
+  return {in[0]};
+}
+
+// neg, abs, sign: also defined for signed integers.
+std::vector<ir::Type> unary_signed_rule(std::span<const ir::Type> in, const ir::Params&) {
+  check_operands(in);
+  if (!is_floating(in[0].dtype) && in[0].dtype != DType::i32)
+    invalid(fmt::format("requires a floating or i32 dtype, got {}", dtype_name(in[0].dtype)));
+  return {in[0]};
+}
+
+// Both operands of a binary op or comparison: same dtype and same shape.
+void check_same_type(const ir::Type& a, const ir::Type& b) {
+  if (a.dtype != b.dtype)
+    invalid(fmt::format("operand dtypes differ: {} and {}", dtype_name(a.dtype), dtype_name(b.dtype)));
+  if (a.shape != b.shape)
+    invalid(fmt::format("operand shapes differ: {} and {} (broadcast explicitly with broadcast_in_dim)",
+                        shape_string(a.shape), shape_string(b.shape)));
+}
+
+std::vector<ir::Type> binary_rule(std::span<const ir::Type> in, const ir::Params&) {
+  check_operands(in);
+  check_same_type(in[0], in[1]);
+  if (in[0].dtype == DType::boolean) invalid("not defined for bool operands");
+  return {in[0]};
+}
+
+ir::Type bool_like(const ir::Type& t) { return ir::Type{DType::boolean, t.shape, t.kind}; }
+
+// eq, ne: any dtype, bool included.
+std::vector<ir::Type> equality_rule(std::span<const ir::Type> in, const ir::Params&) {
+  check_operands(in);
+  check_same_type(in[0], in[1]);
+  return {bool_like(in[0])};
+}
+
+// lt, le, gt, ge: bool has no order here.
+std::vector<ir::Type> ordering_rule(std::span<const ir::Type> in, const ir::Params&) {
+  check_operands(in);
+  check_same_type(in[0], in[1]);
+  if (in[0].dtype == DType::boolean) invalid("ordering comparisons are not defined for bool operands");
+  return {bool_like(in[0])};
+}
+
+std::vector<ir::Type> select_rule(std::span<const ir::Type> in, const ir::Params&) {
+  check_operands(in);
+  const ir::Type &pred = in[0], &on_true = in[1], &on_false = in[2];
+  if (pred.dtype != DType::boolean)
+    invalid(fmt::format("predicate must be bool, got {}", dtype_name(pred.dtype)));
+  if (on_true.dtype != on_false.dtype)
+    invalid(fmt::format("on_true and on_false dtypes differ: {} and {}", dtype_name(on_true.dtype),
+                        dtype_name(on_false.dtype)));
+  if (on_true.shape != on_false.shape)
+    invalid(fmt::format("on_true and on_false shapes differ: {} and {}", shape_string(on_true.shape),
+                        shape_string(on_false.shape)));
+  if (pred.shape != on_true.shape)
+    invalid(fmt::format("predicate shape {} differs from the operands' shape {}", shape_string(pred.shape),
+                        shape_string(on_true.shape)));
+  return {on_true};
+}
+
+std::vector<ir::Type> convert_rule(std::span<const ir::Type> in, const ir::Params& params) {
+  check_operands(in);
+  const auto& p = detail::params_as<ir::ConvertParams>(params);
+  detail::checked_elements(in[0].shape, "output shape", dtype_size(p.new_dtype));
+  ir::Type out = in[0];
+  out.dtype = p.new_dtype;
+  return {out};
+}
+
+void put(Table& t, Primitive p, std::string_view name, int num_inputs, ShapeRule rule,
+         ir::Params params = ir::NoParams{}) {
+  t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = num_inputs,
+                                            .params = std::move(params), .shape_rule = rule,
+                                            .cost_rule = detail::per_output_element_cost};
+}
+
+}  // namespace
+
+void register_elementwise(Table& t) {
+  using P = Primitive;
+  put(t, P::neg, "neg", 1, unary_signed_rule);
+  put(t, P::exp, "exp", 1, unary_floating_rule);
+  put(t, P::log, "log", 1, unary_floating_rule);
+  put(t, P::sin, "sin", 1, unary_floating_rule);
+  put(t, P::cos, "cos", 1, unary_floating_rule);
+  put(t, P::tanh, "tanh", 1, unary_floating_rule);
+  put(t, P::logistic, "logistic", 1, unary_floating_rule);
+  put(t, P::sqrt, "sqrt", 1, unary_floating_rule);
+  put(t, P::rsqrt, "rsqrt", 1, unary_floating_rule);
+  put(t, P::abs, "abs", 1, unary_signed_rule);
+  put(t, P::sign, "sign", 1, unary_signed_rule);
+
+  put(t, P::add, "add", 2, binary_rule);
+  put(t, P::sub, "sub", 2, binary_rule);
+  put(t, P::mul, "mul", 2, binary_rule);
+  put(t, P::div, "div", 2, binary_rule);
+  put(t, P::max, "max", 2, binary_rule);
+  put(t, P::min, "min", 2, binary_rule);
+  put(t, P::pow, "pow", 2, binary_rule);
+
+  put(t, P::eq, "eq", 2, equality_rule);
+  put(t, P::ne, "ne", 2, equality_rule);
+  put(t, P::lt, "lt", 2, ordering_rule);
+  put(t, P::le, "le", 2, ordering_rule);
+  put(t, P::gt, "gt", 2, ordering_rule);
+  put(t, P::ge, "ge", 2, ordering_rule);
+
+  put(t, P::select, "select", 3, select_rule);
+  put(t, P::convert_element_type, "convert_element_type", 1, convert_rule, ir::ConvertParams{});
+}
+
+}  // namespace ferry::prims

@@ -1,0 +1,19 @@
+// Each primitive family fills its entries of the registry table (src/prims/<family>.cpp).
+#pragma once
+
+#include <array>
+
+#include "prims/registry.h"
+
+namespace ferry::prims {
+
+using Table = std::array<PrimitiveInfo, kNumPrimitives>;
+
+void register_elementwise(Table& t);  // unary, binary, comparisons, select, convert_element_type
+void register_shape_ops(Table& t);    // iota, constant, broadcast_in_dim, reshape, transpose
+void register_reductions(Table& t);   // reduce_sum, reduce_max
+void register_dot(Table& t);          // dot_general
+void register_indexing(Table& t);     // slice, dynamic_slice, dynamic_update_slice, concatenate
+void register_memory(Table& t);       // device_put
+
+}  // namespace ferry::prims

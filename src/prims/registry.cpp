@@ -1,0 +1,85 @@
+#include "prims/registry.h"
+
+#include <fmt/format.h>
+
+#include "ferry/error.h"
+#include "prims/families.h"
+
+namespace ferry::prims {
+namespace {
+
+Table build_table() {
+  Table t{};
+  register_elementwise(t);
+  register_shape_ops(t);
+  register_reductions(t);
+  register_dot(t);
+  register_indexing(t);
+  register_memory(t);
+  for (int i = 0; i < kNumPrimitives; ++i) {
+    if ((t[i].shape_rule == nullptr) == (t[i].body_shape_rule == nullptr) || t[i].cost_rule == nullptr ||
+        static_cast<int>(t[i].prim) != i)
+      throw Error(ErrorCode::internal, fmt::format("primitive #{} has no complete registry entry", i));
+  }
+  return t;
+}
+
+const Table& table() {
+  static const Table t = build_table();
+  return t;
+}
+
+std::string operand_list(std::span<const ir::Type> inputs) {
+  std::string s;
+  for (size_t i = 0; i < inputs.size(); ++i) s += (i ? ", " : "") + ir::to_string(inputs[i]);
+  return s;
+}
+
+}  // namespace
+
+const PrimitiveInfo& info(Primitive p) { return table().at(static_cast<size_t>(p)); }
+
+const PrimitiveInfo* find(std::string_view name) {
+  for (const auto& e : table())
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+std::vector<ir::Type> infer_types(Primitive p, const ir::Params& params, std::span<const ir::Type> inputs,
+                                  std::span<const std::shared_ptr<const ir::Program>> bodies) {
+  const PrimitiveInfo& e = info(p);
+  auto fail = [&](const std::string& what) {
+    throw Error(ErrorCode::invalid_argument, fmt::format("{}: {} (operands: {})", e.name, what, operand_list(inputs)));
+  };
+  if (e.num_inputs >= 0 && static_cast<int>(inputs.size()) != e.num_inputs)
+    fail(fmt::format("takes {} operand(s), got {}", e.num_inputs, inputs.size()));
+  if (e.num_inputs < 0 && inputs.empty()) fail("takes at least one operand, got none");
+  if (params.index() != e.params.index()) fail("parameters of the wrong kind for this primitive");
+  for (const ir::Type& t : inputs)
+    for (int64_t d : t.shape)
+      if (d < 0) fail("negative dimension size");
+  if (e.body_shape_rule == nullptr && !bodies.empty()) fail("takes no sub-programs");
+  try {
+    if (e.body_shape_rule != nullptr) return e.body_shape_rule(inputs, params, bodies);
+    return e.shape_rule(inputs, params);
+  } catch (const Error& err) {
+    if (err.code() != ErrorCode::invalid_argument) throw;
+    fail(err.message());
+  }
+  return {};
+}
+
+Cost cost(const ir::Equation& eq, const ir::Program& program) {
+  std::vector<ir::Type> in, out;
+  for (auto v : eq.inputs) in.push_back(program.type(v));
+  for (auto v : eq.outputs) out.push_back(program.type(v));
+  return info(eq.prim).cost_rule(in, out, eq.params);
+}
+
+std::string_view name_of(Primitive p) { return info(p).name; }
+
+}  // namespace ferry::prims
+
+namespace ferry {
+std::string_view primitive_name(Primitive p) { return prims::info(p).name; }
+}  // namespace ferry

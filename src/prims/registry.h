@@ -1,0 +1,67 @@
+// The primitive registry: one entry per primitive with its shape/dtype rule, its cost and its VJP
+// rule. Adding a primitive touches its entry (in the family file under src/prims/) and its kernels,
+// nothing else.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ferry/primitive.h"
+#include "ir/program.h"
+
+namespace ferry {
+class Tensor;
+}
+
+namespace ferry::prims {
+
+// Work and traffic of one equation, for the cost model and the scheduler.
+struct Cost {
+  double flops = 0;
+  int64_t bytes_read = 0;
+  int64_t bytes_written = 0;
+};
+
+// Output types from input types and parameters. Throws ferry::Error(INVALID_ARGUMENT) whose message
+// says what is wrong (infer_types adds the primitive's name and the operand types).
+using ShapeRule = std::vector<ir::Type> (*)(std::span<const ir::Type> inputs, const ir::Params& params);
+// Shape rule of a primitive with sub-programs (control flow): the bodies decide the output types.
+using BodyShapeRule = std::vector<ir::Type> (*)(std::span<const ir::Type> inputs, const ir::Params& params,
+                                                std::span<const std::shared_ptr<const ir::Program>> bodies);
+using CostRule = Cost (*)(std::span<const ir::Type> inputs, std::span<const ir::Type> outputs,
+                          const ir::Params& params);
+// Reverse-mode rule, filled in by the autodiff layer: given the equation, its primal inputs and
+// outputs as traced tensors and the cotangents of its outputs (undefined Tensor = zero), returns one
+// cotangent per input (undefined Tensor = zero / not differentiable).
+using VjpRule = std::vector<Tensor> (*)(const ir::Equation& eq, std::span<const Tensor> primals_in,
+                                        std::span<const Tensor> primals_out,
+                                        std::span<const Tensor> cotangents_out);
+
+struct PrimitiveInfo {
+  Primitive prim = Primitive::add;
+  std::string_view name;
+  int num_inputs = 0;        // -1: variadic (at least one)
+  ir::Params params;         // default value; its alternative is the struct this primitive takes
+  ShapeRule shape_rule = nullptr;
+  BodyShapeRule body_shape_rule = nullptr;  // instead of shape_rule, for primitives with bodies
+  CostRule cost_rule = nullptr;
+  VjpRule vjp_rule = nullptr;
+};
+
+const PrimitiveInfo& info(Primitive p);
+// nullptr when no primitive has that name.
+const PrimitiveInfo* find(std::string_view name);
+
+// Runs p's shape rule. Throws INVALID_ARGUMENT "<prim>: <what is wrong> (operands: f32[2,3], ...)"
+// on a wrong operand count, a wrong params struct, or any shape/dtype/memory-kind error.
+// Primitives with bodies get them in `bodies`; any other primitive given bodies is an error.
+std::vector<ir::Type> infer_types(Primitive p, const ir::Params& params, std::span<const ir::Type> inputs,
+                                  std::span<const std::shared_ptr<const ir::Program>> bodies = {});
+
+Cost cost(const ir::Equation& eq, const ir::Program& program);
+
+std::string_view name_of(Primitive p);
+
+}  // namespace ferry::prims

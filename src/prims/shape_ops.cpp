@@ -1,0 +1,115 @@
+// Shape primitives: iota and constant (values without operands, always on the device),
+// broadcast_in_dim, reshape and transpose. None of them computes anything: their cost is the bytes
+// they move, with no flops.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "prims/families.h"
+#include "prims/rule_helpers.h"
+
+namespace ferry::prims {
+namespace {
+
+using detail::check_axis;
+using detail::check_operands;
+using detail::checked_elements;
+using detail::dims_string;
+using detail::invalid;
+using detail::params_as;
+
+std::vector<ir::Type> iota_rule(std::span<const ir::Type> in, const ir::Params& params) {
+  const auto& p = params_as<ir::IotaParams>(params);
+  if (p.dtype == DType::boolean) invalid("dtype bool is not supported; use a numeric dtype");
+  if (p.shape.empty()) invalid("shape must have rank >= 1, got []");
+  checked_elements(p.shape, "shape", dtype_size(p.dtype));
+  check_axis(p.dimension, static_cast<int64_t>(p.shape.size()), "dimension");
+  return {ir::Type{p.dtype, p.shape, MemoryKind::device}};
+}
+
+std::vector<ir::Type> constant_rule(std::span<const ir::Type> in, const ir::Params& params) {
+  const auto& p = params_as<ir::ConstantParams>(params);
+  checked_elements(p.shape, "shape", dtype_size(p.dtype));
+  if (p.dtype == DType::boolean && !(p.value == 0 || p.value == 1))
+    invalid(fmt::format("bool constant must be 0 or 1, got {}", p.value));
+  if (p.dtype == DType::i32) {
+    if (!std::isfinite(p.value) || p.value != std::trunc(p.value) ||
+        p.value < std::numeric_limits<int32_t>::min() || p.value > std::numeric_limits<int32_t>::max())
+      invalid(fmt::format("i32 constant must be an integer in [{}, {}], got {}", std::numeric_limits<int32_t>::min(),
+                          std::numeric_limits<int32_t>::max(), p.value));
+  }
+  return {ir::Type{p.dtype, p.shape, MemoryKind::device}};
+}
+
+std::vector<ir::Type> broadcast_in_dim_rule(std::span<const ir::Type> in, const ir::Params& params) {
+  MemoryKind kind = check_operands(in);
+  const auto& p = params_as<ir::BroadcastInDimParams>(params);
+  const ir::Type& x = in[0];
+  checked_elements(p.shape, "shape", dtype_size(x.dtype));
+  const auto& bd = p.broadcast_dimensions;
+  if (static_cast<int64_t>(bd.size()) != x.rank())
+    invalid(fmt::format("broadcast_dimensions {} must have one entry per operand dimension ({})", dims_string(bd),
+                        x.rank()));
+  int64_t out_rank = static_cast<int64_t>(p.shape.size());
+  for (size_t i = 0; i < bd.size(); ++i) {
+    check_axis(bd[i], out_rank, "broadcast dimension");
+    if (i > 0 && bd[i] <= bd[i - 1])
+      invalid(fmt::format("broadcast_dimensions {} must be strictly increasing", dims_string(bd)));
+    int64_t from = x.shape[i], to = p.shape[static_cast<size_t>(bd[i])];
+    if (from != 1 && from != to)
+      invalid(fmt::format("operand dimension {} has size {}, which is neither 1 nor the target size {} of "
+                          "dimension {} of {}",
+                          i, from, to, bd[i], shape_string(p.shape)));
+  }
+  return {ir::Type{x.dtype, p.shape, kind}};
+}
+
+std::vector<ir::Type> reshape_rule(std::span<const ir::Type> in, const ir::Params& params) {
+  MemoryKind kind = check_operands(in);
+  const auto& p = params_as<ir::ReshapeParams>(params);
+  const ir::Type& x = in[0];
+  int64_t n = checked_elements(p.new_sizes, "new_sizes", dtype_size(x.dtype));
+  if (n != x.num_elements())
+    invalid(fmt::format("new_sizes {} has {} elements but the operand has {}", shape_string(p.new_sizes), n,
+                        x.num_elements()));
+  return {ir::Type{x.dtype, p.new_sizes, kind}};
+}
+
+std::vector<ir::Type> transpose_rule(std::span<const ir::Type> in, const ir::Params& params) {
+  MemoryKind kind = check_operands(in);
+  const auto& perm = params_as<ir::TransposeParams>(params).permutation;
+  const ir::Type& x = in[0];
+  if (static_cast<int64_t>(perm.size()) != x.rank())
+    invalid(fmt::format("permutation {} must have one entry per operand dimension ({})", dims_string(perm), x.rank()));
+  std::vector<bool> seen(perm.size(), false);
+  Shape out(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) {
+    check_axis(perm[i], x.rank(), "permutation entry");
+    if (seen[static_cast<size_t>(perm[i])])
+      invalid(fmt::format("permutation {} lists dimension {} twice", dims_string(perm), perm[i]));
+    seen[static_cast<size_t>(perm[i])] = true;
+    out[i] = x.shape[static_cast<size_t>(perm[i])];
+  }
+  return {ir::Type{x.dtype, out, kind}};
+}
+
+void put(Table& t, Primitive p, std::string_view name, int num_inputs, ShapeRule rule, ir::Params params) {
+  t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = num_inputs,
+                                            .params = std::move(params), .shape_rule = rule,
+                                            .cost_rule = detail::movement_cost};
+}
+
+}  // namespace
+
+void register_shape_ops(Table& t) {
+  using P = Primitive;
+  // iota and constant read nothing: movement_cost over zero inputs counts only the bytes written.
+  put(t, P::iota, "iota", 0, iota_rule, ir::IotaParams{});
+  put(t, P::constant, "constant", 0, constant_rule, ir::ConstantParams{});
+  put(t, P::broadcast_in_dim, "broadcast_in_dim", 1, broadcast_in_dim_rule, ir::BroadcastInDimParams{});
+  put(t, P::reshape, "reshape", 1, reshape_rule, ir::ReshapeParams{});
+  put(t, P::transpose, "transpose", 1, transpose_rule, ir::TransposeParams{});
+}
+
+}  // namespace ferry::prims

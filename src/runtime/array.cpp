@@ -1,0 +1,176 @@
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "ferry/array.h"
+#include "runtime/storage.h"
+
+namespace ferry {
+
+namespace detail {
+std::shared_ptr<Storage> Storage::heap(size_t bytes, MemoryKind kind, bool zero) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (p == nullptr)
+    throw Error(ErrorCode::resource_exhausted, fmt::format("could not allocate {} bytes of host memory", bytes));
+  if (zero) std::memset(p, 0, rounded);
+  auto s = std::make_shared<Storage>();
+  s->data = p;
+  s->bytes = bytes;
+  s->kind = kind;
+  s->release = [](void* q) { std::free(q); };
+  return s;
+}
+}  // namespace detail
+
+namespace {
+void check_shape(const Shape& shape, DType dtype, std::string_view what) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw Error(ErrorCode::invalid_argument, fmt::format("{}: negative dimension in {}", what, shape_string(shape)));
+    if (d != 0 && n > (int64_t{1} << 56) / d)
+      throw Error(ErrorCode::invalid_argument, fmt::format("{}: shape {} is too large", what, shape_string(shape)));
+    n *= d;
+  }
+  (void)dtype;
+}
+}  // namespace
+
+Array::Array(std::shared_ptr<detail::Storage> storage, DType dtype, Shape shape, MemoryKind kind)
+    : storage_(std::move(storage)), dtype_(dtype), shape_(std::move(shape)), kind_(kind) {}
+
+Array Array::from_bytes(const void* data, size_t bytes, DType dtype, Shape shape, MemoryKind kind) {
+  check_shape(shape, dtype, "Array::from");
+  size_t want = static_cast<size_t>(num_elements(shape)) * dtype_size(dtype);
+  if (bytes != want)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("Array::from: {} elements given for shape {} ({} elements)", bytes / dtype_size(dtype),
+                            shape_string(shape), num_elements(shape)));
+  auto s = detail::Storage::heap(bytes, kind, false);
+  if (bytes) std::memcpy(s->data, data, bytes);
+  return Array(std::move(s), dtype, std::move(shape), kind);
+}
+
+Array Array::allocate(DType dtype, Shape shape, MemoryKind kind) {
+  check_shape(shape, dtype, "Array::allocate");
+  auto s = detail::Storage::heap(static_cast<size_t>(num_elements(shape)) * dtype_size(dtype), kind, true);
+  return Array(std::move(s), dtype, std::move(shape), kind);
+}
+
+const void* Array::data() const { return storage_ ? storage_->data : nullptr; }
+void* Array::mutable_data() { return storage_ ? storage_->data : nullptr; }
+
+void Array::check_read(DType requested) const {
+  if (!defined()) throw Error(ErrorCode::invalid_argument, "to_vector: the Array is empty");
+  if (requested != dtype_)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("to_vector: the array is {} but {} was requested", type_string(dtype_, shape_), dtype_name(requested)));
+}
+
+std::vector<float> Array::half_to_floats() const {
+  std::vector<float> out(static_cast<size_t>(size()));
+  auto* p = static_cast<const uint16_t*>(data());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (dtype_ == DType::f16) {
+      float16 h;
+      h.bits = p[i];
+      out[i] = static_cast<float>(h);
+    } else {
+      bfloat16 h;
+      h.bits = p[i];
+      out[i] = static_cast<float>(h);
+    }
+  }
+  return out;
+}
+
+namespace {
+std::string element_string(const Array& a, int64_t i) {
+  const void* d = a.data();
+  switch (a.dtype()) {
+    case DType::f32: return fmt::format("{:.6g}", static_cast<const float*>(d)[i]);
+    case DType::f64: return fmt::format("{:.10g}", static_cast<const double*>(d)[i]);
+    case DType::f16: {
+      float16 h;
+      h.bits = static_cast<const uint16_t*>(d)[i];
+      return fmt::format("{:.4g}", static_cast<float>(h));
+    }
+    case DType::bf16: {
+      bfloat16 h;
+      h.bits = static_cast<const uint16_t*>(d)[i];
+      return fmt::format("{:.3g}", static_cast<float>(h));
+    }
+    case DType::i32: return fmt::format("{}", static_cast<const int32_t*>(d)[i]);
+    case DType::boolean: return static_cast<const unsigned char*>(d)[i] ? "true" : "false";
+  }
+  return "?";
+}
+}  // namespace
+
+std::string Array::to_string(int64_t max_elements) const {
+  if (!defined()) return "Array(empty)";
+  std::string out = fmt::format("{}{{{}}} ", type_string(dtype_, shape_), memory_kind_name(kind_));
+  int64_t n = size();
+  if (shape_.empty()) return out + element_string(*this, 0);
+  size_t r = shape_.size();
+  if (n == 0) return out + std::string(r, '[') + std::string(r, ']');
+  // Nested brackets, one level per dimension. block[d]: elements inside one bracket of depth d
+  // (the whole array at depth 0, one row at depth r-1).
+  std::vector<int64_t> block(r, 1);
+  block[r - 1] = shape_[r - 1];
+  for (size_t d = r - 1; d > 0; --d) block[d - 1] = block[d] * shape_[d - 1];
+  // Elide the middle of long arrays, in whole rows when rows are short, so brackets stay balanced.
+  int64_t head = n > max_elements ? max_elements / 2 : n;
+  int64_t tail_start = n > max_elements ? n - max_elements / 2 : n;
+  int64_t row = block[r - 1];
+  if (head < tail_start && row <= max_elements / 2 && row > 0) {
+    head = std::max<int64_t>(row, head / row * row);
+    tail_start = std::max(head, (tail_start + row - 1) / row * row);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (i == head && head < tail_start) {
+      out += "..., ";
+      i = tail_start;
+    }
+    for (size_t d = 0; d < r; ++d)
+      if (i % block[d] == 0) out += "[";
+    out += element_string(*this, i);
+    int closes = 0;
+    for (size_t d = 0; d < r; ++d)
+      if ((i + 1) % block[d] == 0) ++closes;
+    out += std::string(static_cast<size_t>(closes), ']');
+    if (i + 1 < n) out += ", ";
+  }
+  return out;
+}
+
+bool Array::equals(const Array& other) const {
+  if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
+  if (!defined() || !other.defined()) return defined() == other.defined();
+  return std::memcmp(data(), other.data(), nbytes()) == 0;
+}
+
+Array full(const Shape& shape, double value, DType dtype) {
+  Array a = Array::allocate(dtype, shape);
+  int64_t n = a.size();
+  void* d = a.mutable_data();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (dtype) {
+      case DType::f32: static_cast<float*>(d)[i] = static_cast<float>(value); break;
+      case DType::f64: static_cast<double*>(d)[i] = value; break;
+      case DType::f16: static_cast<float16*>(d)[i] = float16(static_cast<float>(value)); break;
+      case DType::bf16: static_cast<bfloat16*>(d)[i] = bfloat16(static_cast<float>(value)); break;
+      case DType::i32: static_cast<int32_t*>(d)[i] = static_cast<int32_t>(value); break;
+      case DType::boolean: static_cast<unsigned char*>(d)[i] = value != 0; break;
+    }
+  }
+  return a;
+}
+
+Array ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Array zeros(const Shape& shape, DType dtype) { return Array::allocate(dtype, shape); }
+
+}  // namespace ferry

@@ -1,0 +1,244 @@
+// Elementwise kernels: unary math, binary arithmetic, comparisons and select. Operands and result
+// have the same number of elements (the tracer inserts broadcast_in_dim). Loops are plain so the
+// compiler vectorises them; f16 and bf16 are widened to float a chunk at a time, computed, and
+// rounded once per result.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstring>
+
+#include "runtime/cpu/check.h"
+#include "runtime/cpu/dtype_dispatch.h"
+#include "runtime/cpu/kernel_groups.h"
+
+namespace ferry::runtime::cpu {
+namespace {
+
+constexpr int64_t kChunk = 256;
+
+template <class T, class Op> void map1(const T* x, T* y, int64_t n, Op op) {
+  if constexpr (is_half_v<T>) {
+    float a[kChunk];
+    for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+      const int64_t m = std::min(kChunk, n - i0);
+      for (int64_t j = 0; j < m; ++j) a[j] = static_cast<float>(x[i0 + j]);
+      for (int64_t j = 0; j < m; ++j) a[j] = op(a[j]);
+      for (int64_t j = 0; j < m; ++j) y[i0 + j] = T(a[j]);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = op(x[i]);
+  }
+}
+
+template <class T, class R, class Op> void map2(const T* x, const T* z, R* y, int64_t n, Op op) {
+  if constexpr (is_half_v<T>) {
+    using Out = decltype(op(0.0f, 0.0f));
+    float a[kChunk], b[kChunk];
+    Out c[kChunk];
+    for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+      const int64_t m = std::min(kChunk, n - i0);
+      for (int64_t j = 0; j < m; ++j) a[j] = static_cast<float>(x[i0 + j]);
+      for (int64_t j = 0; j < m; ++j) b[j] = static_cast<float>(z[i0 + j]);
+      for (int64_t j = 0; j < m; ++j) c[j] = op(a[j], b[j]);
+      for (int64_t j = 0; j < m; ++j) y[i0 + j] = store<R>(c[j]);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = op(x[i], z[i]);
+  }
+}
+
+// Two's-complement wrap-around, as XLA does, without signed-overflow UB.
+inline int32_t wrap(uint32_t v) { return static_cast<int32_t>(v); }
+inline uint32_t u(int32_t v) { return static_cast<uint32_t>(v); }
+
+// i32 division truncates toward zero. Division by zero gives -1 and INT_MIN / -1 gives INT_MIN
+// (XLA's CPU and GPU results); neither traps.
+inline int32_t int_div(int32_t a, int32_t b) {
+  if (b == 0) return -1;
+  if (b == -1) return wrap(0u - u(a));
+  return a / b;
+}
+
+// Exponentiation by squaring, wrapping on overflow. A negative exponent gives the truncated
+// quotient 1 / a^-b: 1 for a == 1, +-1 for a == -1, 0 otherwise (also for a == 0).
+inline int32_t int_pow(int32_t a, int32_t b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+  uint32_t r = 1, base = u(a);
+  for (uint32_t e = u(b); e != 0; e >>= 1) {
+    if (e & 1u) r *= base;
+    base *= base;
+  }
+  return wrap(r);
+}
+
+// max/min propagate NaN from either side, as XLA does.
+template <class C> inline C max_nan(C a, C b) { return (a > b || a != a) ? a : b; }
+template <class C> inline C min_nan(C a, C b) { return (a < b || a != a) ? a : b; }
+
+template <class T> void unary_float(const ir::Equation& eq, const T* x, T* y, int64_t n) {
+  using C = compute_t<T>;
+  using P = Primitive;
+  switch (eq.prim) {
+    case P::neg: return map1(x, y, n, [](C v) { return -v; });
+    case P::exp: return map1(x, y, n, [](C v) { return std::exp(v); });
+    case P::log: return map1(x, y, n, [](C v) { return std::log(v); });
+    case P::sin: return map1(x, y, n, [](C v) { return std::sin(v); });
+    case P::cos: return map1(x, y, n, [](C v) { return std::cos(v); });
+    case P::tanh: return map1(x, y, n, [](C v) { return std::tanh(v); });
+    case P::logistic: return map1(x, y, n, [](C v) { return C(1) / (C(1) + std::exp(-v)); });
+    case P::sqrt: return map1(x, y, n, [](C v) { return std::sqrt(v); });
+    case P::rsqrt: return map1(x, y, n, [](C v) { return C(1) / std::sqrt(v); });
+    case P::abs: return map1(x, y, n, [](C v) { return std::fabs(v); });
+    // +-0 and NaN are their own sign.
+    case P::sign: return map1(x, y, n, [](C v) { return v > C(0) ? C(1) : v < C(0) ? C(-1) : v; });
+    default: kernel_bug(eq, "not a unary primitive");
+  }
+}
+
+void unary_int(const ir::Equation& eq, const int32_t* x, int32_t* y, int64_t n) {
+  using P = Primitive;
+  switch (eq.prim) {
+    case P::neg: return map1(x, y, n, [](int32_t v) { return wrap(0u - u(v)); });
+    case P::abs: return map1(x, y, n, [](int32_t v) { return v < 0 ? wrap(0u - u(v)) : v; });  // |INT_MIN| wraps
+    case P::sign: return map1(x, y, n, [](int32_t v) { return int32_t{v > 0} - int32_t{v < 0}; });
+    default: unsupported_dtype(eq, DType::i32);
+  }
+}
+
+template <class T> void binary_float(const ir::Equation& eq, const T* a, const T* b, T* y, int64_t n) {
+  using C = compute_t<T>;
+  using P = Primitive;
+  switch (eq.prim) {
+    case P::add: return map2(a, b, y, n, [](C p, C q) { return p + q; });
+    case P::sub: return map2(a, b, y, n, [](C p, C q) { return p - q; });
+    case P::mul: return map2(a, b, y, n, [](C p, C q) { return p * q; });
+    case P::div: return map2(a, b, y, n, [](C p, C q) { return p / q; });
+    case P::max: return map2(a, b, y, n, [](C p, C q) { return max_nan(p, q); });
+    case P::min: return map2(a, b, y, n, [](C p, C q) { return min_nan(p, q); });
+    case P::pow: return map2(a, b, y, n, [](C p, C q) { return std::pow(p, q); });
+    default: kernel_bug(eq, "not a binary primitive");
+  }
+}
+
+void binary_int(const ir::Equation& eq, const int32_t* a, const int32_t* b, int32_t* y, int64_t n) {
+  using P = Primitive;
+  switch (eq.prim) {
+    case P::add: return map2(a, b, y, n, [](int32_t p, int32_t q) { return wrap(u(p) + u(q)); });
+    case P::sub: return map2(a, b, y, n, [](int32_t p, int32_t q) { return wrap(u(p) - u(q)); });
+    case P::mul: return map2(a, b, y, n, [](int32_t p, int32_t q) { return wrap(u(p) * u(q)); });
+    case P::div: return map2(a, b, y, n, int_div);
+    case P::max: return map2(a, b, y, n, [](int32_t p, int32_t q) { return std::max(p, q); });
+    case P::min: return map2(a, b, y, n, [](int32_t p, int32_t q) { return std::min(p, q); });
+    case P::pow: return map2(a, b, y, n, int_pow);
+    default: kernel_bug(eq, "not a binary primitive");
+  }
+}
+
+// bool arithmetic as in XLA's PRED: add and max are "or", mul and min are "and".
+void binary_bool(const ir::Equation& eq, const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n) {
+  using P = Primitive;
+  switch (eq.prim) {
+    case P::add: case P::max: return map2(a, b, y, n, [](uint8_t p, uint8_t q) { return uint8_t(p | q); });
+    case P::mul: case P::min: return map2(a, b, y, n, [](uint8_t p, uint8_t q) { return uint8_t(p & q); });
+    default: unsupported_dtype(eq, DType::boolean);
+  }
+}
+
+template <class T> void compare_typed(const ir::Equation& eq, const T* a, const T* b, bool* y, int64_t n) {
+  using C = compute_t<T>;
+  using P = Primitive;
+  switch (eq.prim) {
+    case P::eq: return map2(a, b, y, n, [](C p, C q) { return p == q; });
+    case P::ne: return map2(a, b, y, n, [](C p, C q) { return p != q; });
+    case P::lt: return map2(a, b, y, n, [](C p, C q) { return p < q; });
+    case P::le: return map2(a, b, y, n, [](C p, C q) { return p <= q; });
+    case P::gt: return map2(a, b, y, n, [](C p, C q) { return p > q; });
+    case P::ge: return map2(a, b, y, n, [](C p, C q) { return p >= q; });
+    default: kernel_bug(eq, "not a comparison");
+  }
+}
+
+void expect_same_count(const ir::Equation& eq, std::span<const ConstView> inputs, const MutView& out) {
+  const int64_t n = out.type->num_elements();
+  for (const ConstView& in : inputs)
+    if (in.type->num_elements() != n)
+      kernel_bug(eq, fmt::format("operand {} and result {} differ in size", ir::to_string(*in.type),
+                                 ir::to_string(*out.type)));
+}
+
+template <class E> void select_typed(const uint8_t* p, int64_t pn, const E* t, const E* f, E* y, int64_t n) {
+  if (pn == 1 && n != 1) {
+    std::memcpy(y, p[0] ? t : f, static_cast<size_t>(n) * sizeof(E));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] = p[i] ? t[i] : f[i];
+}
+
+}  // namespace
+
+void unary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+  expect_arity(eq, inputs, outputs, 1);
+  expect_same_count(eq, inputs, outputs[0]);
+  const DType t = inputs[0].type->dtype;
+  if (outputs[0].type->dtype != t) kernel_bug(eq, "result dtype differs from the operand's");
+  const int64_t n = outputs[0].type->num_elements();
+  visit_dtype(t, [&]<class T>(TypeTag<T>) {
+    if constexpr (is_float_v<T>) unary_float(eq, inputs[0].as<T>(), outputs[0].as<T>(), n);
+    else if constexpr (std::is_same_v<T, int32_t>) unary_int(eq, inputs[0].as<T>(), outputs[0].as<T>(), n);
+    else unsupported_dtype(eq, t);
+  });
+}
+
+void binary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+  expect_arity(eq, inputs, outputs, 2);
+  expect_same_count(eq, inputs, outputs[0]);
+  const DType t = inputs[0].type->dtype;
+  if (inputs[1].type->dtype != t || outputs[0].type->dtype != t) kernel_bug(eq, "operand dtypes differ");
+  const int64_t n = outputs[0].type->num_elements();
+  visit_dtype(t, [&]<class T>(TypeTag<T>) {
+    const auto* a = inputs[0].as<T>();
+    const auto* b = inputs[1].as<T>();
+    if constexpr (is_float_v<T>) binary_float(eq, a, b, outputs[0].as<T>(), n);
+    else if constexpr (std::is_same_v<T, int32_t>) binary_int(eq, a, b, outputs[0].as<T>(), n);
+    else binary_bool(eq, inputs[0].as<uint8_t>(), inputs[1].as<uint8_t>(), outputs[0].as<uint8_t>(), n);
+  });
+}
+
+void compare_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+  expect_arity(eq, inputs, outputs, 2);
+  expect_same_count(eq, inputs, outputs[0]);
+  const DType t = inputs[0].type->dtype;
+  if (inputs[1].type->dtype != t || outputs[0].type->dtype != DType::boolean)
+    kernel_bug(eq, "expects two operands of one dtype and a bool result");
+  const int64_t n = outputs[0].type->num_elements();
+  bool* y = outputs[0].as<bool>();
+  visit_dtype(t, [&]<class T>(TypeTag<T>) {
+    // bool operands are read as bytes so any stored byte compares as a number.
+    if constexpr (std::is_same_v<T, bool>) compare_typed(eq, inputs[0].as<uint8_t>(), inputs[1].as<uint8_t>(), y, n);
+    else compare_typed(eq, inputs[0].as<T>(), inputs[1].as<T>(), y, n);
+  });
+}
+
+// select(pred, on_true, on_false); pred is bool of the result's shape, or a scalar.
+void select_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+  expect_arity(eq, inputs, outputs, 3);
+  expect_same_count(eq, inputs.subspan(1), outputs[0]);
+  const int64_t n = outputs[0].type->num_elements();
+  const int64_t pn = inputs[0].type->num_elements();
+  if (pn != n && pn != 1) kernel_bug(eq, "predicate is neither a scalar nor the result's shape");
+  const DType t = outputs[0].type->dtype;
+  if (inputs[1].type->dtype != t || inputs[2].type->dtype != t) kernel_bug(eq, "branch dtypes differ");
+  const auto* p = inputs[0].as<uint8_t>();
+  switch (dtype_size(t)) {
+    case 1: return select_typed(p, pn, inputs[1].as<uint8_t>(), inputs[2].as<uint8_t>(), outputs[0].as<uint8_t>(), n);
+    case 2:
+      return select_typed(p, pn, inputs[1].as<uint16_t>(), inputs[2].as<uint16_t>(), outputs[0].as<uint16_t>(), n);
+    case 4:
+      return select_typed(p, pn, inputs[1].as<uint32_t>(), inputs[2].as<uint32_t>(), outputs[0].as<uint32_t>(), n);
+    case 8:
+      return select_typed(p, pn, inputs[1].as<uint64_t>(), inputs[2].as<uint64_t>(), outputs[0].as<uint64_t>(), n);
+  }
+  unsupported_dtype(eq, t);
+}
+
+}  // namespace ferry::runtime::cpu

@@ -1,0 +1,39 @@
+// Private to the CPU kernels: the kernel of each primitive group, as listed in kernels.cpp. A group
+// kernel reads eq.prim where it serves several primitives.
+#pragma once
+
+#include "runtime/kernel.h"
+
+namespace ferry::runtime::cpu {
+
+#define FERRY_CPU_KERNEL(name) \
+  void name(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs)
+
+// elementwise_kernels.cpp
+FERRY_CPU_KERNEL(unary_kernel);    // neg exp log sin cos tanh logistic sqrt rsqrt abs sign
+FERRY_CPU_KERNEL(binary_kernel);   // add sub mul div max min pow
+FERRY_CPU_KERNEL(compare_kernel);  // eq ne lt le gt ge
+FERRY_CPU_KERNEL(select_kernel);
+// convert_kernels.cpp
+FERRY_CPU_KERNEL(convert_kernel);
+// shape_kernels.cpp
+FERRY_CPU_KERNEL(iota_kernel);
+FERRY_CPU_KERNEL(constant_kernel);
+FERRY_CPU_KERNEL(broadcast_in_dim_kernel);
+FERRY_CPU_KERNEL(reshape_kernel);
+FERRY_CPU_KERNEL(transpose_kernel);
+// reduce_kernels.cpp
+FERRY_CPU_KERNEL(reduce_kernel);  // reduce_sum reduce_max
+// dot_kernel.cpp
+FERRY_CPU_KERNEL(dot_general_kernel);
+// index_kernels.cpp
+FERRY_CPU_KERNEL(slice_kernel);
+FERRY_CPU_KERNEL(dynamic_slice_kernel);
+FERRY_CPU_KERNEL(dynamic_update_slice_kernel);
+FERRY_CPU_KERNEL(concatenate_kernel);
+// memory_kernels.cpp
+FERRY_CPU_KERNEL(device_put_kernel);
+
+#undef FERRY_CPU_KERNEL
+
+}  // namespace ferry::runtime::cpu

@@ -1,0 +1,37 @@
+// The CPU backend's kernel table: every primitive has a kernel.
+#include "runtime/cpu/kernels.h"
+
+#include "runtime/cpu/kernel_groups.h"
+
+namespace ferry::runtime::cpu {
+
+KernelFn kernel(Primitive p) {
+  using enum Primitive;
+  switch (p) {
+    case neg: case exp: case log: case sin: case cos: case tanh: case logistic: case sqrt: case rsqrt:
+    case abs: case sign:
+      return unary_kernel;
+    case add: case sub: case mul: case div: case max: case min: case pow:
+      return binary_kernel;
+    case eq: case ne: case lt: case le: case gt: case ge:
+      return compare_kernel;
+    case select: return select_kernel;
+    case convert_element_type: return convert_kernel;
+    case iota: return iota_kernel;
+    case constant: return constant_kernel;
+    case broadcast_in_dim: return broadcast_in_dim_kernel;
+    case reshape: return reshape_kernel;
+    case transpose: return transpose_kernel;
+    case reduce_sum: case reduce_max:
+      return reduce_kernel;
+    case dot_general: return dot_general_kernel;
+    case slice: return slice_kernel;
+    case dynamic_slice: return dynamic_slice_kernel;
+    case dynamic_update_slice: return dynamic_update_slice_kernel;
+    case concatenate: return concatenate_kernel;
+    case device_put: return device_put_kernel;
+  }
+  return nullptr;
+}
+
+}  // namespace ferry::runtime::cpu

@@ -1,0 +1,172 @@
+// reduce_sum and reduce_max over a set of axes; the result drops those axes (as in XLA).
+//
+// The input is walked once in memory order. Each input dimension has an output stride (0 for a
+// reduced axis); after dropping size-1 dimensions and merging contiguous ones, the innermost loop
+// either accumulates a contiguous run into one output (8 independent partial results, so the loop
+// pipelines and vectorises) or adds a contiguous row into a contiguous output row. f16 and bf16
+// accumulate in float and round once; i32 sums wrap. Sum of nothing is 0; max of nothing is -inf
+// (floats), INT32_MIN (i32) or false (bool). max propagates NaN.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "runtime/cpu/check.h"
+#include "runtime/cpu/dtype_dispatch.h"
+#include "runtime/cpu/kernel_groups.h"
+
+namespace ferry::runtime::cpu {
+namespace {
+
+struct Dim {
+  int64_t size, out, in;  // strides in elements
+};
+
+// The accumulator of each storage type.
+template <class T> struct AccOf {
+  using type = compute_t<T>;
+};
+template <> struct AccOf<int32_t> {
+  using type = uint32_t;  // wraps without UB
+};
+template <> struct AccOf<bool> {
+  using type = uint8_t;
+};
+
+struct SumOp {
+  template <class A> static A identity() { return A(0); }
+  template <class A> static A apply(A a, A b) {
+    if constexpr (std::is_same_v<A, uint8_t>) return a | b;  // bool: "or"
+    else return a + b;
+  }
+};
+
+struct MaxOp {
+  template <class A> static A identity() {
+    if constexpr (std::is_floating_point_v<A>) return -std::numeric_limits<A>::infinity();
+    else if constexpr (std::is_same_v<A, uint32_t>) return 0x80000000u;  // INT32_MIN
+    else return A(0);
+  }
+  template <class A> static A apply(A a, A b) {
+    if constexpr (std::is_floating_point_v<A>) return (a > b || a != a) ? a : b;
+    else if constexpr (std::is_same_v<A, uint32_t>) return static_cast<int32_t>(a) > static_cast<int32_t>(b) ? a : b;
+    else return a | b;
+  }
+};
+
+template <class T> inline typename AccOf<T>::type to_acc(T v) {
+  using A = typename AccOf<T>::type;
+  if constexpr (std::is_same_v<T, bool>) return static_cast<A>(*reinterpret_cast<const uint8_t*>(&v) != 0);
+  else return static_cast<A>(load(v));
+}
+
+template <class T, class A> inline T from_acc(A a) {
+  if constexpr (std::is_same_v<T, int32_t>) return static_cast<int32_t>(a);
+  else if constexpr (std::is_same_v<T, bool>) return a != 0;
+  else return store<T>(a);
+}
+
+// Calls body(out_offset, in_offset) for every index of `outer` in row-major order.
+template <class Body> void odometer(const std::vector<Dim>& outer, Body&& body) {
+  int64_t count = 1;
+  for (const Dim& d : outer) count *= d.size;
+  std::vector<int64_t> idx(outer.size(), 0);
+  int64_t o = 0, i = 0;
+  for (int64_t it = 0; it < count; ++it) {
+    body(o, i);
+    for (size_t k = outer.size(); k-- > 0;) {
+      if (++idx[k] < outer[k].size) {
+        o += outer[k].out;
+        i += outer[k].in;
+        break;
+      }
+      idx[k] = 0;
+      o -= outer[k].out * (outer[k].size - 1);
+      i -= outer[k].in * (outer[k].size - 1);
+    }
+  }
+}
+
+template <class Op, class T> void reduce_typed(std::vector<Dim> dims, const T* x, T* y, int64_t out_n) {
+  using A = typename AccOf<T>::type;
+  const A init = Op::template identity<A>();
+  std::vector<A> acc(static_cast<size_t>(out_n), init);
+  const bool empty = std::any_of(dims.begin(), dims.end(), [](const Dim& d) { return d.size == 0; });
+  if (!empty) {
+    if (dims.empty()) dims.push_back(Dim{1, 0, 1});
+    const Dim inner = dims.back();
+    dims.pop_back();
+    A* a = acc.data();
+    if (inner.out == 0) {
+      odometer(dims, [&](int64_t o, int64_t i) {
+        const T* row = x + i;
+        A part[8];
+        std::fill_n(part, 8, init);
+        int64_t j = 0;
+        for (; j + 8 <= inner.size; j += 8)
+          for (int k = 0; k < 8; ++k) part[k] = Op::apply(part[k], to_acc(row[(j + k) * inner.in]));
+        for (; j < inner.size; ++j) part[0] = Op::apply(part[0], to_acc(row[j * inner.in]));
+        const A r = Op::apply(Op::apply(Op::apply(part[0], part[1]), Op::apply(part[2], part[3])),
+                              Op::apply(Op::apply(part[4], part[5]), Op::apply(part[6], part[7])));
+        a[o] = Op::apply(a[o], r);
+      });
+    } else {
+      odometer(dims, [&](int64_t o, int64_t i) {
+        A* out = a + o;
+        const T* row = x + i;
+        for (int64_t j = 0; j < inner.size; ++j)
+          out[j * inner.out] = Op::apply(out[j * inner.out], to_acc(row[j * inner.in]));
+      });
+    }
+  }
+  for (int64_t k = 0; k < out_n; ++k) y[k] = from_acc<T>(acc[static_cast<size_t>(k)]);
+}
+
+}  // namespace
+
+void reduce_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+  expect_arity(eq, inputs, outputs, 1);
+  const auto& axes = params_of<ir::ReduceParams>(eq).axes;
+  const ir::Type& in = *inputs[0].type;
+  const ir::Type& out = *outputs[0].type;
+  if (in.dtype != out.dtype) kernel_bug(eq, "result dtype differs from the operand's");
+  const size_t r = in.shape.size();
+  std::vector<bool> reduced(r, false);
+  for (int64_t a : axes) {
+    if (a < 0 || a >= static_cast<int64_t>(r) || reduced[static_cast<size_t>(a)]) kernel_bug(eq, "bad axes");
+    reduced[static_cast<size_t>(a)] = true;
+  }
+  Shape kept;
+  for (size_t d = 0; d < r; ++d)
+    if (!reduced[d]) kept.push_back(in.shape[d]);
+  if (kept != out.shape) kernel_bug(eq, "result shape does not match the kept axes");
+
+  // Input dims with their output stride (0 when reduced), size-1 dims dropped, contiguous merged.
+  std::vector<Dim> dims;
+  int64_t in_stride = 1, out_stride = 1;
+  for (size_t d = r; d-- > 0;) {
+    const int64_t size = in.shape[d];
+    const Dim cur{size, reduced[d] ? 0 : out_stride, in_stride};
+    in_stride *= size;
+    if (!reduced[d]) out_stride *= size;
+    if (size == 1) continue;
+    if (!dims.empty()) {
+      Dim& inner = dims.back();  // built back to front: dims.back() is the inner neighbour
+      if (cur.in == inner.in * inner.size && cur.out == inner.out * inner.size) {
+        inner = Dim{inner.size * size, inner.out, inner.in};
+        continue;
+      }
+    }
+    dims.push_back(cur);
+  }
+  std::reverse(dims.begin(), dims.end());
+
+  const int64_t out_n = out.num_elements();
+  visit_dtype(in.dtype, [&]<class T>(TypeTag<T>) {
+    if (eq.prim == Primitive::reduce_sum) reduce_typed<SumOp>(dims, inputs[0].as<T>(), outputs[0].as<T>(), out_n);
+    else if (eq.prim == Primitive::reduce_max) reduce_typed<MaxOp>(dims, inputs[0].as<T>(), outputs[0].as<T>(), out_n);
+    else kernel_bug(eq, "not a reduction");
+  });
+}
+
+}  // namespace ferry::runtime::cpu

@@ -1,0 +1,96 @@
+// Values without inputs (iota, constant) and the shape kernels (broadcast_in_dim, reshape,
+// transpose). Data movement goes through strided_copy, which is exact for every dtype.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "runtime/cpu/check.h"
+#include "runtime/cpu/convert.h"
+#include "runtime/cpu/kernel_groups.h"
+#include "runtime/cpu/strided_copy.h"
+
+namespace ferry::runtime::cpu {
+
+void iota_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+  expect_arity(eq, inputs, outputs, 0);
+  const auto& p = params_of<ir::IotaParams>(eq);
+  const ir::Type& out = *outputs[0].type;
+  if (out.num_elements() == 0) return;
+  if (p.dimension < 0 || p.dimension >= out.rank()) kernel_bug(eq, "dimension out of range");
+  const auto d = static_cast<size_t>(p.dimension);
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < d; ++i) outer *= out.shape[i];
+  for (size_t i = d + 1; i < out.shape.size(); ++i) inner *= out.shape[i];
+  const int64_t n = out.shape[d];
+  visit_dtype(out.dtype, [&]<class T>(TypeTag<T>) {
+    T* y = outputs[0].as<T>();
+    // One row of values, then repeated: each value is converted once.
+    std::vector<T> row(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) row[static_cast<size_t>(i)] = convert_value<T>(static_cast<int32_t>(i));
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t i = 0; i < n; ++i) std::fill_n(y + (o * n + i) * inner, inner, row[static_cast<size_t>(i)]);
+  });
+}
+
+void constant_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+  expect_arity(eq, inputs, outputs, 0);
+  const auto& p = params_of<ir::ConstantParams>(eq);
+  const ir::Type& out = *outputs[0].type;
+  visit_dtype(out.dtype, [&]<class T>(TypeTag<T>) {
+    std::fill_n(outputs[0].as<T>(), out.num_elements(), convert_value<T>(p.value));
+  });
+}
+
+// Operand dimension i is output dimension broadcast_dimensions[i]; size-1 operand dimensions and
+// output dimensions without an operand dimension read with stride 0.
+void broadcast_in_dim_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                             std::span<const MutView> outputs) {
+  expect_arity(eq, inputs, outputs, 1);
+  const auto& p = params_of<ir::BroadcastInDimParams>(eq);
+  const ir::Type& in = *inputs[0].type;
+  const ir::Type& out = *outputs[0].type;
+  if (static_cast<int64_t>(p.broadcast_dimensions.size()) != in.rank()) kernel_bug(eq, "one dimension per operand axis");
+  std::vector<int64_t> in_strides(in.shape.size()), out_strides(out.shape.size()), src_strides(out.shape.size(), 0);
+  dense_strides(in.shape, in_strides);
+  dense_strides(out.shape, out_strides);
+  for (size_t i = 0; i < in.shape.size(); ++i) {
+    const int64_t d = p.broadcast_dimensions[i];
+    if (d < 0 || d >= out.rank()) kernel_bug(eq, "broadcast dimension out of range");
+    const int64_t size = in.shape[i];
+    if (size != 1 && size != out.shape[static_cast<size_t>(d)]) kernel_bug(eq, "operand size does not fit");
+    if (size != 1) src_strides[static_cast<size_t>(d)] = in_strides[i];
+  }
+  if (out.num_elements() > 0 && in.num_elements() == 0) kernel_bug(eq, "empty operand, nonempty result");
+  strided_copy(dtype_size(out.dtype), out.shape, outputs[0].data, out_strides, inputs[0].data, src_strides);
+}
+
+void reshape_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+  expect_arity(eq, inputs, outputs, 1);
+  if (inputs[0].type->size_bytes() != outputs[0].type->size_bytes()) kernel_bug(eq, "sizes differ");
+  if (outputs[0].type->size_bytes() > 0)
+    std::memcpy(outputs[0].data, inputs[0].data, static_cast<size_t>(outputs[0].type->size_bytes()));
+}
+
+// Output dimension i is operand dimension permutation[i].
+void transpose_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+  expect_arity(eq, inputs, outputs, 1);
+  const auto& perm = params_of<ir::TransposeParams>(eq).permutation;
+  const ir::Type& in = *inputs[0].type;
+  const ir::Type& out = *outputs[0].type;
+  const size_t r = in.shape.size();
+  if (perm.size() != r || out.shape.size() != r) kernel_bug(eq, "permutation rank mismatch");
+  std::vector<int64_t> in_strides(r), out_strides(r), src_strides(r);
+  std::vector<bool> seen(r, false);
+  dense_strides(in.shape, in_strides);
+  dense_strides(out.shape, out_strides);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t d = perm[i];
+    if (d < 0 || d >= static_cast<int64_t>(r) || seen[static_cast<size_t>(d)]) kernel_bug(eq, "not a permutation");
+    seen[static_cast<size_t>(d)] = true;
+    if (out.shape[i] != in.shape[static_cast<size_t>(d)]) kernel_bug(eq, "result shape does not match");
+    src_strides[i] = in_strides[static_cast<size_t>(d)];
+  }
+  strided_copy(dtype_size(out.dtype), out.shape, outputs[0].data, out_strides, inputs[0].data, src_strides);
+}
+
+}  // namespace ferry::runtime::cpu

@@ -1,0 +1,75 @@
+// jit's non-template half: trace sessions, Lowered and Compiled.
+#include <fmt/format.h>
+
+#include "compiler/pipeline.h"
+#include "ferry/error.h"
+#include "ferry/jit.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "trace/lowered.h"
+#include "trace/tracer.h"
+
+namespace ferry {
+namespace detail {
+
+TraceSession::TraceSession(std::string name) : tracer_(std::make_shared<Tracer>(std::move(name))) {
+  push_tracer(tracer_);
+}
+
+TraceSession::~TraceSession() { pop_tracer(); }
+
+Tensor TraceSession::input(const Array& a) {
+  if (!a.defined()) throw Error(ErrorCode::invalid_argument, "lower: an argument is an empty Array");
+  return tracer_->add_input(ir::Type{a.dtype(), a.shape(), a.memory_kind()});
+}
+
+Tensor TraceSession::input(const ShapeDtype& s) { return tracer_->add_input(ir::Type{s.dtype, s.shape, s.kind}); }
+
+Lowered TraceSession::finish(const std::vector<Tensor>& outputs) {
+  auto impl = std::make_shared<LoweredImpl>();
+  impl->program = tracer_->finish(outputs);
+  return Lowered(std::move(impl));
+}
+
+}  // namespace detail
+
+std::string Lowered::as_text() const { return ir::print(*impl_->program); }
+
+Compiled Lowered::compile(const CompileOptions& options) const {
+  if (options.device_memory_limit < 0)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("device_memory_limit must be >= 0 bytes (0 means no limit), got {}", options.device_memory_limit));
+  auto program = compiler::run_pipeline(*impl_->program, options);
+  auto impl = std::make_shared<detail::CompiledImpl>(
+      detail::CompiledImpl{program, runtime::Executable(program, options.backend), options});
+  return Compiled(std::move(impl));
+}
+
+Lowered parse_program(const std::string& text) {
+  auto program = ir::parse(text);
+  ir::verify(*program);
+  auto impl = std::make_shared<detail::LoweredImpl>();
+  impl->program = std::move(program);
+  return Lowered(std::move(impl));
+}
+
+std::vector<Array> Compiled::run(const std::vector<Array>& flat_args) const {
+  runtime::HeapBufferSource heap;
+  return impl_->executable.run(flat_args, heap);
+}
+
+std::string Compiled::as_text() const { return ir::print(*impl_->program); }
+
+namespace {
+std::vector<ShapeDtype> specs(const ir::Program& p, const std::vector<ir::ValueId>& ids) {
+  std::vector<ShapeDtype> out;
+  for (ir::ValueId v : ids) out.push_back({p.type(v).shape, p.type(v).dtype, p.type(v).kind});
+  return out;
+}
+}  // namespace
+
+std::vector<ShapeDtype> Compiled::input_specs() const { return specs(*impl_->program, impl_->program->inputs); }
+std::vector<ShapeDtype> Compiled::output_specs() const { return specs(*impl_->program, impl_->program->outputs); }
+
+}  // namespace ferry

@@ -1,0 +1,302 @@
+// The operations on Tensor: thin front ends that broadcast, fill in parameters and bind primitives.
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "ferry/error.h"
+#include "ferry/tensor.h"
+#include "trace/tracer.h"
+
+namespace ferry {
+namespace {
+
+using detail::Tracer;
+
+[[noreturn]] void invalid(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
+
+Tracer& tracer_of(const Tensor& x, std::string_view op) {
+  if (!x.defined()) invalid(fmt::format("{}: an operand is an undefined Tensor", op));
+  return *x.tracer();
+}
+
+Tensor unary(Primitive p, const Tensor& x) {
+  return tracer_of(x, primitive_name(p)).bind1(p, ir::NoParams{}, {x});
+}
+
+// Axis in [-rank, rank) to [0, rank).
+int64_t normalize_axis(int64_t axis, int64_t rank, std::string_view op) {
+  if (axis < -rank || axis >= rank) invalid(fmt::format("{}: axis {} is out of range for rank {}", op, axis, rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+Shape broadcast_shapes(const Tensor& a, const Tensor& b, std::string_view op) {
+  Shape sa = a.shape(), sb = b.shape();
+  size_t r = std::max(sa.size(), sb.size());
+  Shape out(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - sa.size() ? 1 : sa[i - (r - sa.size())];
+    int64_t db = i < r - sb.size() ? 1 : sb[i - (r - sb.size())];
+    if (da != db && da != 1 && db != 1)
+      invalid(fmt::format("{}: shapes {} and {} do not broadcast together", op, a.type_string(), b.type_string()));
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+Tensor binary(Primitive p, const Tensor& a, const Tensor& b) {
+  std::string_view op = primitive_name(p);
+  tracer_of(a, op);
+  tracer_of(b, op);
+  if (a.dtype() != b.dtype())
+    invalid(fmt::format("{}: operand dtypes differ ({} and {}); convert one of them", op, a.type_string(), b.type_string()));
+  Shape s = broadcast_shapes(a, b, op);
+  return a.tracer()->bind1(p, ir::NoParams{}, {broadcast_to(a, s), broadcast_to(b, s)});
+}
+
+// A C++ number next to a tensor takes the tensor's dtype and shape.
+Tensor literal_like(const Tensor& x, double v, std::string_view op) {
+  tracer_of(x, op);
+  return x.tracer()->bind1(Primitive::constant, ir::ConstantParams{v, x.dtype(), x.shape()}, {});
+}
+
+Tensor binary(Primitive p, const Tensor& a, double b) { return binary(p, a, literal_like(a, b, primitive_name(p))); }
+Tensor binary(Primitive p, double a, const Tensor& b) { return binary(p, literal_like(b, a, primitive_name(p)), b); }
+
+Axes all_axes(const Tensor& x) {
+  Axes axes(static_cast<size_t>(x.rank()));
+  std::iota(axes.begin(), axes.end(), 0);
+  return axes;
+}
+
+Tensor reduce(Primitive p, const Tensor& x, const Axes& axes) {
+  std::string_view op = primitive_name(p);
+  tracer_of(x, op);
+  Axes norm;
+  for (int64_t a : axes) norm.push_back(normalize_axis(a, x.rank(), op));
+  return x.tracer()->bind1(p, ir::ReduceParams{norm}, {x});
+}
+
+}  // namespace
+
+Tensor neg(const Tensor& x) { return unary(Primitive::neg, x); }
+Tensor exp(const Tensor& x) { return unary(Primitive::exp, x); }
+Tensor log(const Tensor& x) { return unary(Primitive::log, x); }
+Tensor sin(const Tensor& x) { return unary(Primitive::sin, x); }
+Tensor cos(const Tensor& x) { return unary(Primitive::cos, x); }
+Tensor tanh(const Tensor& x) { return unary(Primitive::tanh, x); }
+Tensor logistic(const Tensor& x) { return unary(Primitive::logistic, x); }
+Tensor sqrt(const Tensor& x) { return unary(Primitive::sqrt, x); }
+Tensor rsqrt(const Tensor& x) { return unary(Primitive::rsqrt, x); }
+Tensor abs(const Tensor& x) { return unary(Primitive::abs, x); }
+Tensor sign(const Tensor& x) { return unary(Primitive::sign, x); }
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(Primitive::add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(Primitive::sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(Primitive::mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(Primitive::div, a, b); }
+Tensor max(const Tensor& a, const Tensor& b) { return binary(Primitive::max, a, b); }
+Tensor max(const Tensor& a, double b) { return binary(Primitive::max, a, b); }
+Tensor max(double a, const Tensor& b) { return binary(Primitive::max, a, b); }
+Tensor min(const Tensor& a, const Tensor& b) { return binary(Primitive::min, a, b); }
+Tensor min(const Tensor& a, double b) { return binary(Primitive::min, a, b); }
+Tensor min(double a, const Tensor& b) { return binary(Primitive::min, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(Primitive::pow, a, b); }
+Tensor pow(const Tensor& a, double b) { return binary(Primitive::pow, a, b); }
+Tensor pow(double a, const Tensor& b) { return binary(Primitive::pow, a, b); }
+
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(Primitive::eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(Primitive::ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(Primitive::lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(Primitive::le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(Primitive::gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(Primitive::ge, a, b); }
+
+Tensor where(const Tensor& pred, const Tensor& on_true, const Tensor& on_false) {
+  tracer_of(pred, "select");
+  tracer_of(on_true, "select");
+  tracer_of(on_false, "select");
+  if (on_true.dtype() != on_false.dtype())
+    invalid(fmt::format("select: branch dtypes differ ({} and {}); convert one of them", on_true.type_string(),
+                        on_false.type_string()));
+  Shape s = broadcast_shapes(on_true, on_false, "select");
+  s = broadcast_shapes(pred, broadcast_to(on_true, s), "select");
+  return pred.tracer()->bind1(Primitive::select, ir::NoParams{},
+                              {broadcast_to(pred, s), broadcast_to(on_true, s), broadcast_to(on_false, s)});
+}
+Tensor where(const Tensor& pred, const Tensor& on_true, double on_false) {
+  return where(pred, on_true, literal_like(on_true, on_false, "select"));
+}
+Tensor where(const Tensor& pred, double on_true, const Tensor& on_false) {
+  return where(pred, literal_like(on_false, on_true, "select"), on_false);
+}
+
+Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, double b) { return binary(Primitive::add, a, b); }
+Tensor operator-(const Tensor& a, double b) { return binary(Primitive::sub, a, b); }
+Tensor operator*(const Tensor& a, double b) { return binary(Primitive::mul, a, b); }
+Tensor operator/(const Tensor& a, double b) { return binary(Primitive::div, a, b); }
+Tensor operator+(double a, const Tensor& b) { return binary(Primitive::add, a, b); }
+Tensor operator-(double a, const Tensor& b) { return binary(Primitive::sub, a, b); }
+Tensor operator*(double a, const Tensor& b) { return binary(Primitive::mul, a, b); }
+Tensor operator/(double a, const Tensor& b) { return binary(Primitive::div, a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator<(const Tensor& a, double b) { return binary(Primitive::lt, a, b); }
+Tensor operator<=(const Tensor& a, double b) { return binary(Primitive::le, a, b); }
+Tensor operator>(const Tensor& a, double b) { return binary(Primitive::gt, a, b); }
+Tensor operator>=(const Tensor& a, double b) { return binary(Primitive::ge, a, b); }
+
+Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& d) {
+  tracer_of(lhs, "dot_general");
+  tracer_of(rhs, "dot_general");
+  ir::DotGeneralParams p{{d.lhs_contracting, d.rhs_contracting, d.lhs_batch, d.rhs_batch}};
+  return lhs.tracer()->bind1(Primitive::dot_general, p, {lhs, rhs});
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  tracer_of(a, "matmul");
+  tracer_of(b, "matmul");
+  int64_t ra = a.rank(), rb = b.rank();
+  if (ra == 0 || rb == 0)
+    invalid(fmt::format("matmul: operands must have rank >= 1, got {} and {}", a.type_string(), b.type_string()));
+  if (rb == 1) return dot_general(a, b, {{ra - 1}, {0}, {}, {}});
+  if (ra == 1 || ra == 2 || rb == 2) {
+    // No batch dims: [...a, k] x [...b, k, n] -> [...a, ...b, n]; NumPy puts b's leading dims first
+    // when a is a matrix, so move them there.
+    Tensor r = dot_general(a, b, {{ra - 1}, {rb - 2}, {}, {}});
+    if (ra != 2 || rb == 2) return r;
+    Axes perm;
+    for (int64_t i = 1; i < rb - 1; ++i) perm.push_back(i);  // b's leading dims
+    perm.push_back(0);                                        // a's rows
+    perm.push_back(rb - 1);                                   // b's columns
+    return transpose(r, perm);
+  }
+  if (ra != rb)
+    invalid(fmt::format("matmul: batched operands must have equal rank, got {} and {}", a.type_string(), b.type_string()));
+  Axes batch(static_cast<size_t>(ra - 2));
+  std::iota(batch.begin(), batch.end(), 0);
+  return dot_general(a, b, {{ra - 1}, {rb - 2}, batch, batch});
+}
+
+
+Tensor sum(const Tensor& x) {
+  tracer_of(x, "reduce_sum");
+  return reduce(Primitive::reduce_sum, x, all_axes(x));
+}
+Tensor sum(const Tensor& x, const Axes& axes) { return reduce(Primitive::reduce_sum, x, axes); }
+Tensor mean(const Tensor& x) {
+  tracer_of(x, "mean");
+  return mean(x, all_axes(x));
+}
+Tensor mean(const Tensor& x, const Axes& axes) {
+  tracer_of(x, "mean");
+  if (!is_floating(x.dtype())) invalid(fmt::format("mean: needs a floating dtype, got {}", x.type_string()));
+  Tensor s = sum(x, axes);
+  Shape shape = x.shape();
+  int64_t count = 1;
+  for (int64_t a : axes) count *= shape[static_cast<size_t>(normalize_axis(a, x.rank(), "mean"))];
+  return s / static_cast<double>(count);
+}
+Tensor max(const Tensor& x) {
+  tracer_of(x, "reduce_max");
+  return reduce(Primitive::reduce_max, x, all_axes(x));
+}
+Tensor reduce_max(const Tensor& x, const Axes& axes) { return reduce(Primitive::reduce_max, x, axes); }
+
+Tensor reshape(const Tensor& x, const Shape& shape) {
+  tracer_of(x, "reshape");
+  // One -1 is inferred from the element count, as in NumPy.
+  Shape s = shape;
+  auto unknown = std::count(s.begin(), s.end(), int64_t{-1});
+  if (unknown > 1) invalid(fmt::format("reshape: at most one -1 allowed in {}", shape_string(shape)));
+  if (unknown == 1) {
+    int64_t known = 1;
+    for (int64_t d : s)
+      if (d != -1) known *= d;
+    int64_t n = num_elements(x.shape());
+    if (known == 0 || n % known != 0)
+      invalid(fmt::format("reshape: cannot reshape {} to {}", x.type_string(), shape_string(shape)));
+    *std::find(s.begin(), s.end(), int64_t{-1}) = n / known;
+  }
+  return x.tracer()->bind1(Primitive::reshape, ir::ReshapeParams{s}, {x});
+}
+
+Tensor transpose(const Tensor& x, const Axes& permutation) {
+  tracer_of(x, "transpose");
+  return x.tracer()->bind1(Primitive::transpose, ir::TransposeParams{permutation}, {x});
+}
+
+Tensor broadcast_in_dim(const Tensor& x, const Shape& shape, const Axes& broadcast_dimensions) {
+  tracer_of(x, "broadcast_in_dim");
+  return x.tracer()->bind1(Primitive::broadcast_in_dim, ir::BroadcastInDimParams{shape, broadcast_dimensions}, {x});
+}
+
+Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+  tracer_of(x, "broadcast_to");
+  Shape s = x.shape();
+  if (s == shape) return x;
+  if (s.size() > shape.size())
+    invalid(fmt::format("broadcast_to: cannot broadcast {} to {}", x.type_string(), shape_string(shape)));
+  Axes dims(s.size());
+  std::iota(dims.begin(), dims.end(), static_cast<int64_t>(shape.size() - s.size()));
+  return broadcast_in_dim(x, shape, dims);
+}
+
+Tensor slice(const Tensor& x, const Axes& start, const Axes& limit, const Axes& strides) {
+  tracer_of(x, "slice");
+  return x.tracer()->bind1(Primitive::slice, ir::SliceParams{start, limit, strides}, {x});
+}
+
+Tensor dynamic_slice(const Tensor& x, const std::vector<Tensor>& starts, const Shape& sizes) {
+  tracer_of(x, "dynamic_slice");
+  std::vector<Tensor> ins{x};
+  ins.insert(ins.end(), starts.begin(), starts.end());
+  return x.tracer()->bind1(Primitive::dynamic_slice, ir::DynamicSliceParams{sizes}, ins);
+}
+
+Tensor dynamic_update_slice(const Tensor& x, const Tensor& update, const std::vector<Tensor>& starts) {
+  tracer_of(x, "dynamic_update_slice");
+  std::vector<Tensor> ins{x, update};
+  ins.insert(ins.end(), starts.begin(), starts.end());
+  return x.tracer()->bind1(Primitive::dynamic_update_slice, ir::NoParams{}, ins);
+}
+
+Tensor concatenate(const std::vector<Tensor>& xs, int64_t dimension) {
+  if (xs.empty()) invalid("concatenate: needs at least one operand");
+  tracer_of(xs[0], "concatenate");
+  int64_t d = normalize_axis(dimension, xs[0].rank(), "concatenate");
+  return xs[0].tracer()->bind1(Primitive::concatenate, ir::ConcatenateParams{d}, xs);
+}
+
+Tensor iota(DType dtype, const Shape& shape, int64_t dimension) {
+  return detail::current_tracer("iota").bind1(Primitive::iota, ir::IotaParams{dtype, shape, dimension}, {});
+}
+
+Tensor constant(double value, const Shape& shape, DType dtype) {
+  return detail::current_tracer("constant").bind1(Primitive::constant, ir::ConstantParams{value, dtype, shape}, {});
+}
+
+Tensor full_like(const Tensor& x, double value) { return literal_like(x, value, "full_like"); }
+Tensor zeros_like(const Tensor& x) { return full_like(x, 0.0); }
+Tensor ones_like(const Tensor& x) { return full_like(x, 1.0); }
+
+Tensor convert(const Tensor& x, DType dtype) {
+  tracer_of(x, "convert_element_type");
+  if (x.dtype() == dtype) return x;
+  return x.tracer()->bind1(Primitive::convert_element_type, ir::ConvertParams{dtype}, {x});
+}
+
+Tensor device_put(const Tensor& x, MemoryKind kind) {
+  tracer_of(x, "device_put");
+  if (x.memory_kind() == kind) return x;
+  return x.tracer()->bind1(Primitive::device_put, ir::DevicePutParams{kind}, {x});
+}
+
+}  // namespace ferry
