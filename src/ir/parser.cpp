@@ -66,7 +66,8 @@ class Parser final : public ParamValueReader {
     if (p < text_.size() && text_[p] == '-') ++p;
     if (p >= text_.size() || !is_digit(text_[p])) expected("an integer");
     while (p < text_.size() && is_digit(text_[p])) ++p;
-    if (p < text_.size() && is_ident_char(text_[p])) fail_at(start, fmt::format("malformed integer {}", token_at(start)));
+    if (p < text_.size() && is_ident_char(text_[p]))
+      fail_at(start, fmt::format("malformed integer {}", token_at(start)));
     int64_t v = 0;
     auto [ptr, ec] = std::from_chars(text_.data() + start, text_.data() + p, v);
     if (ec != std::errc{} || ptr != text_.data() + p)
@@ -103,7 +104,8 @@ class Parser final : public ParamValueReader {
     auto [ptr, ec] = std::from_chars(text_.data() + start, text_.data() + p, v);
     if (ec == std::errc::result_out_of_range)
       fail_at(start, fmt::format("number {} is out of the range of f64", token_at(start)));
-    if (ec != std::errc{} || ptr != text_.data() + p) fail_at(start, fmt::format("malformed number {}", token_at(start)));
+    if (ec != std::errc{} || ptr != text_.data() + p)
+      fail_at(start, fmt::format("malformed number {}", token_at(start)));
     pos_ = p;
     return v;
   }
@@ -176,15 +178,16 @@ class Parser final : public ParamValueReader {
     return fmt::format("byte 0x{:02x}", static_cast<unsigned char>(c));
   }
 
-  // The word or number starting at `pos`, quoted and cut to a readable length.
-  std::string token_at(size_t pos) const {
+  // The word or number starting at `pos`, cut to a readable length.
+  std::string token_text(size_t pos) const {
     size_t end = pos;
     if (end < text_.size() && text_[end] == '-') ++end;
     while (end < text_.size() && (is_ident_char(text_[end]) || text_[end] == '+' || text_[end] == '-')) ++end;
     std::string_view t = text_.substr(pos, end - pos);
-    if (t.size() > kMaxShownToken) return fmt::format("'{}...'", t.substr(0, kMaxShownToken));
-    return fmt::format("'{}'", t);
+    if (t.size() > kMaxShownToken) return fmt::format("{}...", t.substr(0, kMaxShownToken));
+    return std::string(t);
   }
+  std::string token_at(size_t pos) const { return fmt::format("'{}'", token_text(pos)); }
 
   // ---- tokens --------------------------------------------------------------------------------
 
@@ -249,11 +252,11 @@ class Parser final : public ParamValueReader {
     size_t p = pos_;
     while (p < text_.size() && is_digit(text_[p])) ++p;
     if (p < text_.size() && is_ident_char(text_[p]))
-      fail_at(start, fmt::format("malformed value %{}", token_at(pos_)));
+      fail_at(start, fmt::format("malformed value '%{}'", token_text(pos_)));
     int64_t v = 0;
     auto [ptr, ec] = std::from_chars(text_.data() + pos_, text_.data() + p, v);
     if (ec != std::errc{} || ptr != text_.data() + p)
-      fail_at(start, fmt::format("value number %{} does not fit in 64 bits", token_at(pos_)));
+      fail_at(start, fmt::format("value number %{} does not fit in 64 bits", token_text(pos_)));
     pos_ = p;
     return {v, start};
   }
@@ -439,7 +442,8 @@ class Parser final : public ParamValueReader {
       pos_ = start;
       expected("'program'");
     }
-    if (depth > kMaxNesting) fail_at(start, fmt::format("subprograms are nested more than {} levels deep", kMaxNesting));
+    if (depth > kMaxNesting)
+      fail_at(start, fmt::format("subprograms are nested more than {} levels deep", kMaxNesting));
 
     auto program = std::make_shared<Program>();
     Scope scope{*program, {}};

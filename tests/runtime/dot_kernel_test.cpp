@@ -138,9 +138,12 @@ TEST(DotGeneralKernel, BoolAllLayouts) {
   for (const DotCase& c : cases()) check(DType::boolean, c);
 }
 
-TEST(DotGeneralKernel, I32LargeEnoughToCrossBlocks) {
-  check(DType::i32, {"blocked", {3, 300}, {300, 600}, dn({1}, {0})});
-  check(DType::i32, {"blocked, rhs transposed", {3, 300}, {600, 300}, dn({1}, {1})});
+TEST(DotGeneralKernel, IntegerAndBoolLargeEnoughToCrossBlocks) {
+  for (DType d : {DType::i32, DType::boolean}) {
+    check(d, {"blocked", {3, 300}, {300, 600}, dn({1}, {0})});
+    check(d, {"blocked, rhs transposed", {3, 300}, {600, 300}, dn({1}, {1})});
+    check(d, {"blocked, lhs transposed, batched", {2, 70, 3}, {2, 70, 260}, dn({1}, {1}, {0}, {0})});
+  }
 }
 
 TEST(DotGeneralKernel, HalfAccumulatesInFloat) {

@@ -18,6 +18,56 @@ TEST(DevicePutKernel, CopiesEveryDtypeExactly) {
     }
 }
 
+// The runtime may hand out no storage at all for an empty array.
+TEST(KernelChecks, EmptyBuffersMayBeNull) {
+  using P = Primitive;
+  const ir::Type e{DType::f32, {3, 0}}, et{DType::f32, {0, 3}}, e_i32{DType::i32, {3, 0}};
+  const ir::Type eb{DType::boolean, {3, 0}}, e_sum{DType::f32, {0}}, e_cat{DType::f32, {3, 0}};
+  const ir::Type k0{DType::f32, {3, 0}}, k0r{DType::f32, {0, 2}}, k0out{DType::f32, {3, 2}};
+  struct Case {
+    P p;
+    ir::Params params;
+    std::vector<const ir::Type*> ins, outs;
+  };
+  const std::vector<Case> cases{
+      {P::neg, ir::NoParams{}, {&e}, {&e}},
+      {P::add, ir::NoParams{}, {&e, &e}, {&e}},
+      {P::lt, ir::NoParams{}, {&e, &e}, {&eb}},
+      {P::select, ir::NoParams{}, {&eb, &e, &e}, {&e}},
+      {P::convert_element_type, ir::ConvertParams{DType::f32}, {&e}, {&e}},
+      {P::convert_element_type, ir::ConvertParams{DType::i32}, {&e}, {&e_i32}},
+      {P::iota, ir::IotaParams{DType::f32, {3, 0}, 0}, {}, {&e}},
+      {P::constant, ir::ConstantParams{1, DType::f32, {3, 0}}, {}, {&e}},
+      {P::broadcast_in_dim, ir::BroadcastInDimParams{{3, 0}, {1}}, {&e_sum}, {&e}},
+      {P::reshape, ir::ReshapeParams{{0, 3}}, {&e}, {&et}},
+      {P::transpose, ir::TransposeParams{{1, 0}}, {&e}, {&et}},
+      {P::reduce_sum, ir::ReduceParams{{0}}, {&e}, {&e_sum}},
+      {P::slice, ir::SliceParams{{0, 0}, {3, 0}, {}}, {&e}, {&e}},
+      {P::concatenate, ir::ConcatenateParams{1}, {&e, &e}, {&e_cat}},
+      {P::device_put, ir::DevicePutParams{MemoryKind::pinned_host}, {&e}, {&e}},
+  };
+  for (const Case& c : cases) {
+    ir::Equation eq;
+    eq.prim = c.p;
+    eq.params = c.params;
+    std::vector<runtime::ConstView> ins;
+    std::vector<runtime::MutView> outs;
+    for (const ir::Type* t : c.ins) ins.push_back({nullptr, t});
+    for (const ir::Type* t : c.outs) outs.push_back({nullptr, t});
+    EXPECT_NO_THROW(runtime::cpu::kernel(c.p)(eq, ins, outs)) << primitive_name(c.p);
+  }
+  // K = 0 with a nonempty result writes zeros.
+  std::vector<float> out(6, 1.0f);
+  ir::Equation eq;
+  eq.prim = P::dot_general;
+  eq.params = ir::DotGeneralParams{{{1}, {0}, {}, {}}};
+  const runtime::ConstView ins[] = {{nullptr, &k0}, {nullptr, &k0r}};
+  const runtime::MutView outs[] = {{out.data(), &k0out}};
+  runtime::cpu::kernel(P::dot_general)(eq, std::span<const runtime::ConstView>(ins),
+                                       std::span<const runtime::MutView>(outs));
+  EXPECT_EQ(out, std::vector<float>(6, 0.0f));
+}
+
 TEST(KernelChecks, MismatchedBuffersAreInternalErrorsNotOverruns) {
   // A result smaller than the operand: the kernel refuses instead of writing past it.
   Buffer x = random_buffer(DType::f32, {4, 5});

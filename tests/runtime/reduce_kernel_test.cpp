@@ -106,6 +106,17 @@ TEST(ReduceKernel, HalfSumsAccumulateInFloat) {
   expect_close(run1(P::reduce_sum, ir::ReduceParams{{0}}, {&x}, DType::f16, {}), {4096}, 0, "f16");
 }
 
+TEST(ReduceKernel, BoolIsOrAndReadsAnyNonzeroByteAsTrue) {
+  Buffer x(DType::boolean, {2, 3});
+  const uint8_t bytes[] = {0, 0, 0, 0, 7, 0};
+  std::memcpy(x.data(), bytes, sizeof bytes);
+  for (P p : {P::reduce_sum, P::reduce_max}) {
+    Buffer y = run1(p, ir::ReduceParams{{1}}, {&x}, DType::boolean, {2});
+    EXPECT_EQ(y.as<uint8_t>()[0], 0);
+    EXPECT_EQ(y.as<uint8_t>()[1], 1);  // normalised to 1
+  }
+}
+
 TEST(ReduceKernel, Int32SumWraps) {
   Buffer x = filled(DType::i32, {3}, {INT_MAX, 1, 1});
   expect_close(run1(P::reduce_sum, ir::ReduceParams{{0}}, {&x}, DType::i32, {}), {INT_MIN + 1.0}, 0, "wrap");

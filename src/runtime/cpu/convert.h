@@ -30,7 +30,7 @@ template <class To, class From> inline To convert_value(From v) {
     if constexpr (std::is_same_v<From, int32_t>) return v;
     else return float_to_i32(v);
   } else if constexpr (is_half_v<To>) {
-    return To(static_cast<float>(v));
+    return store<To>(static_cast<float>(v));
   } else {
     return static_cast<To>(v);
   }

@@ -26,6 +26,7 @@ void convert_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, s
   const ir::Type& out = *outputs[0].type;
   if (in.num_elements() != out.num_elements()) kernel_bug(eq, "operand and result differ in size");
   const int64_t n = out.num_elements();
+  if (n == 0) return;
   if (in.dtype == out.dtype && in.dtype != DType::boolean) {
     std::memcpy(outputs[0].data, inputs[0].data, static_cast<size_t>(out.size_bytes()));
     return;

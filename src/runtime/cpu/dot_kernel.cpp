@@ -9,6 +9,7 @@
 // f16 and bf16 are widened to f32, multiplied by sgemm (accumulating in float) and rounded once.
 // i32 (wrapping) and bool (or of ands) use a cache-blocked loop over packed operands.
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -145,6 +146,10 @@ template <class F> void gemm(const Problem& p, const F* lhs, const Shape& ls, co
   const auto b = view_or_pack(rhs, rs, p.rhs.batch, p.rhs.contracting, p.rhs.free, p.K, p.N, rhs_scratch);
   const auto ta = a.transposed ? CblasTrans : CblasNoTrans;
   const auto tb = b.transposed ? CblasTrans : CblasNoTrans;
+  for (int64_t v : {p.M, p.N, p.K, a.ld, b.ld})
+    if (v > INT_MAX)  // OpenBLAS takes 32-bit sizes
+      throw Error(ErrorCode::unimplemented,
+                  fmt::format("dot_general: a matrix dimension of {} exceeds the CPU backend's BLAS limit", v));
   for (int64_t i = 0; i < p.B; ++i) {
     const F* ai = a.data + i * a.batch_stride;
     const F* bi = b.data + i * b.batch_stride;
@@ -156,41 +161,40 @@ template <class F> void gemm(const Problem& p, const F* lhs, const Shape& ls, co
   }
 }
 
-// i32 (wrapping) and bool (or of ands): packed operands, blocked over N and K so a panel of the
-// rhs stays in cache while every lhs row passes over it.
-// T is int32_t, or uint8_t for bool.
+// i32 (wrapping) and bool (or of ands; T is uint8_t for bool). For each panel of kBlockK rows and
+// kBlockN columns of the rhs (32 KB, so it stays in L1), every lhs row adds its contribution into its
+// slice of the result, which is the accumulator.
 template <class T> void loop_dot(const Problem& p, const T* lhs, const Shape& ls, const T* rhs, const Shape& rs, T* out) {
-  using A = std::conditional_t<std::is_same_v<T, uint8_t>, uint8_t, uint32_t>;
+  constexpr bool kBool = std::is_same_v<T, uint8_t>;
+  using U = std::conditional_t<kBool, uint8_t, uint32_t>;  // unsigned: wraps without UB
   std::vector<T> ls_scratch, rs_scratch;
   const auto a = view_or_pack(lhs, ls, p.lhs.batch, p.lhs.free, p.lhs.contracting, p.M, p.K, ls_scratch);
   const auto b = view_or_pack(rhs, rs, p.rhs.batch, p.rhs.contracting, p.rhs.free, p.K, p.N, rs_scratch);
-  constexpr int64_t kBlockN = 512, kBlockK = 128;
-  std::vector<A> acc(static_cast<size_t>(kBlockN));
+  constexpr int64_t kBlockN = 256, kBlockK = 32;
+  std::fill_n(out, p.B * p.M * p.N, T(0));
+  const int64_t b_row = b.transposed ? 1 : b.ld, b_col = b.transposed ? b.ld : 1;  // strides of op(B)
   for (int64_t bi = 0; bi < p.B; ++bi) {
     const T* A0 = a.data + bi * a.batch_stride;
     const T* B0 = b.data + bi * b.batch_stride;
-    T* C0 = out + bi * p.M * p.N;
+    U* C0 = reinterpret_cast<U*>(out) + bi * p.M * p.N;
     for (int64_t n0 = 0; n0 < p.N; n0 += kBlockN) {
       const int64_t nb = std::min(kBlockN, p.N - n0);
-      for (int64_t m = 0; m < p.M; ++m) {
-        std::fill_n(acc.data(), nb, A(0));
-        for (int64_t k0 = 0; k0 < p.K; k0 += kBlockK) {
-          const int64_t k1 = std::min(k0 + kBlockK, p.K);
+      for (int64_t k0 = 0; k0 < p.K; k0 += kBlockK) {
+        const int64_t k1 = std::min(k0 + kBlockK, p.K);
+        for (int64_t m = 0; m < p.M; ++m) {
+          U* crow = C0 + m * p.N + n0;
           for (int64_t k = k0; k < k1; ++k) {
-            const A x = static_cast<A>(a.transposed ? A0[k * a.ld + m] : A0[m * a.ld + k]);
+            const U x = static_cast<U>(a.transposed ? A0[k * a.ld + m] : A0[m * a.ld + k]);
             if (x == 0) continue;
-            // Row k of op(B), columns n0.., and its stride.
-            const T* brow = b.transposed ? B0 + n0 * b.ld + k : B0 + k * b.ld + n0;
-            const int64_t step = b.transposed ? b.ld : 1;
-            for (int64_t j = 0; j < nb; ++j) {
-              if constexpr (std::is_same_v<T, uint8_t>) acc[j] |= static_cast<A>(brow[j * step]);
-              else acc[j] += x * static_cast<A>(brow[j * step]);
+            const T* brow = B0 + k * b_row + n0 * b_col;
+            if constexpr (kBool) {
+              for (int64_t j = 0; j < nb; ++j) crow[j] |= static_cast<U>(brow[j * b_col] != 0);
+            } else if (b_col == 1) {
+              for (int64_t j = 0; j < nb; ++j) crow[j] += x * static_cast<U>(brow[j]);
+            } else {
+              for (int64_t j = 0; j < nb; ++j) crow[j] += x * static_cast<U>(brow[j * b_col]);
             }
           }
-        }
-        for (int64_t j = 0; j < nb; ++j) {
-          if constexpr (std::is_same_v<T, uint8_t>) C0[m * p.N + n0 + j] = acc[j] != 0;
-          else C0[m * p.N + n0 + j] = static_cast<T>(acc[j]);
         }
       }
     }
@@ -199,7 +203,7 @@ template <class T> void loop_dot(const Problem& p, const T* lhs, const Shape& ls
 
 template <class H> std::vector<float> widen(const H* x, int64_t n) {
   std::vector<float> f(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) f[static_cast<size_t>(i)] = static_cast<float>(x[i]);
+  for (int64_t i = 0; i < n; ++i) f[static_cast<size_t>(i)] = load(x[i]);
   return f;
 }
 
@@ -227,7 +231,7 @@ void dot_general_kernel(const ir::Equation& eq, std::span<const ConstView> input
       const std::vector<float> lf = widen(l, lt.num_elements()), rf = widen(r, rt.num_elements());
       std::vector<float> of(static_cast<size_t>(ot.num_elements()));
       gemm(p, lf.data(), lt.shape, rf.data(), rt.shape, of.data());
-      for (size_t i = 0; i < of.size(); ++i) o[i] = T(of[i]);
+      for (size_t i = 0; i < of.size(); ++i) o[i] = store<T>(of[i]);
     } else if constexpr (std::is_same_v<T, bool>) {
       loop_dot(p, inputs[0].as<uint8_t>(), lt.shape, inputs[1].as<uint8_t>(), rt.shape, outputs[0].as<uint8_t>());
     } else {

@@ -13,6 +13,7 @@
 #include "ferry/primitive.h"
 #include "ferry/types.h"
 #include "ir/program.h"
+#include "runtime/cpu/half_convert.h"
 
 namespace ferry::runtime::cpu {
 
@@ -65,11 +66,14 @@ template <class P> const P& params_of(const ir::Equation& eq) {
               fmt::format("{}: equation carries parameters of the wrong kind", primitive_name(eq.prim)));
 }
 
-// Storage <-> arithmetic value. Half types go through float (their converting constructors round to
-// nearest even); everything else is a plain cast.
+// Storage <-> arithmetic value. Half types go through float (rounding to nearest even, exactly as
+// their own conversions do); everything else is a plain cast.
+inline float load(float16 x) { return half_to_float(x); }
+inline float load(bfloat16 x) { return bf16_to_float(x); }
 template <class T> inline compute_t<T> load(T x) { return static_cast<compute_t<T>>(x); }
 template <class T, class C> inline T store(C x) {
-  if constexpr (is_half_v<T>) return T(static_cast<float>(x));
+  if constexpr (std::is_same_v<T, float16>) return float_to_half(static_cast<float>(x));
+  else if constexpr (std::is_same_v<T, bfloat16>) return float_to_bf16(static_cast<float>(x));
   else return static_cast<T>(x);
 }
 

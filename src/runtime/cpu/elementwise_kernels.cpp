@@ -21,9 +21,9 @@ template <class T, class Op> void map1(const T* x, T* y, int64_t n, Op op) {
     float a[kChunk];
     for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
       const int64_t m = std::min(kChunk, n - i0);
-      for (int64_t j = 0; j < m; ++j) a[j] = static_cast<float>(x[i0 + j]);
+      for (int64_t j = 0; j < m; ++j) a[j] = load(x[i0 + j]);
       for (int64_t j = 0; j < m; ++j) a[j] = op(a[j]);
-      for (int64_t j = 0; j < m; ++j) y[i0 + j] = T(a[j]);
+      for (int64_t j = 0; j < m; ++j) y[i0 + j] = store<T>(a[j]);
     }
   } else {
     for (int64_t i = 0; i < n; ++i) y[i] = op(x[i]);
@@ -37,8 +37,8 @@ template <class T, class R, class Op> void map2(const T* x, const T* z, R* y, in
     Out c[kChunk];
     for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
       const int64_t m = std::min(kChunk, n - i0);
-      for (int64_t j = 0; j < m; ++j) a[j] = static_cast<float>(x[i0 + j]);
-      for (int64_t j = 0; j < m; ++j) b[j] = static_cast<float>(z[i0 + j]);
+      for (int64_t j = 0; j < m; ++j) a[j] = load(x[i0 + j]);
+      for (int64_t j = 0; j < m; ++j) b[j] = load(z[i0 + j]);
       for (int64_t j = 0; j < m; ++j) c[j] = op(a[j], b[j]);
       for (int64_t j = 0; j < m; ++j) y[i0 + j] = store<R>(c[j]);
     }
@@ -72,8 +72,8 @@ inline int32_t int_pow(int32_t a, int32_t b) {
 }
 
 // max/min propagate NaN from either side, as XLA does.
-template <class C> inline C max_nan(C a, C b) { return (a > b || a != a) ? a : b; }
-template <class C> inline C min_nan(C a, C b) { return (a < b || a != a) ? a : b; }
+template <class C> inline C max_nan(C a, C b) { return ((a > b) | (a != a)) ? a : b; }
+template <class C> inline C min_nan(C a, C b) { return ((a < b) | (a != a)) ? a : b; }
 
 template <class T> void unary_float(const ir::Equation& eq, const T* x, T* y, int64_t n) {
   using C = compute_t<T>;
@@ -167,7 +167,7 @@ void expect_same_count(const ir::Equation& eq, std::span<const ConstView> inputs
 }
 
 template <class E> void select_typed(const uint8_t* p, int64_t pn, const E* t, const E* f, E* y, int64_t n) {
-  if (pn == 1 && n != 1) {
+  if (pn == 1 && n > 1) {
     std::memcpy(y, p[0] ? t : f, static_cast<size_t>(n) * sizeof(E));
     return;
   }
@@ -226,6 +226,7 @@ void select_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, st
   const int64_t n = outputs[0].type->num_elements();
   const int64_t pn = inputs[0].type->num_elements();
   if (pn != n && pn != 1) kernel_bug(eq, "predicate is neither a scalar nor the result's shape");
+  if (inputs[0].type->dtype != DType::boolean) kernel_bug(eq, "predicate is not bool");
   const DType t = outputs[0].type->dtype;
   if (inputs[1].type->dtype != t || inputs[2].type->dtype != t) kernel_bug(eq, "branch dtypes differ");
   const auto* p = inputs[0].as<uint8_t>();

@@ -2,12 +2,14 @@
 //
 // The input is walked once in memory order. Each input dimension has an output stride (0 for a
 // reduced axis); after dropping size-1 dimensions and merging contiguous ones, the innermost loop
-// either accumulates a contiguous run into one output (8 independent partial results, so the loop
-// pipelines and vectorises) or adds a contiguous row into a contiguous output row. f16 and bf16
+// either accumulates a contiguous run into one output (8 independent partial results so the loop
+// pipelines; float max uses explicit SIMD lanes) or combines a contiguous row into a contiguous
+// output row, which vectorises. f16 and bf16
 // accumulate in float and round once; i32 sums wrap. Sum of nothing is 0; max of nothing is -inf
 // (floats), INT32_MIN (i32) or false (bool). max propagates NaN.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -48,16 +50,17 @@ struct MaxOp {
     else return A(0);
   }
   template <class A> static A apply(A a, A b) {
-    if constexpr (std::is_floating_point_v<A>) return (a > b || a != a) ? a : b;
+    if constexpr (std::is_floating_point_v<A>) return ((a > b) | (a != a)) ? a : b;  // "|", not "||": no branch
     else if constexpr (std::is_same_v<A, uint32_t>) return static_cast<int32_t>(a) > static_cast<int32_t>(b) ? a : b;
     else return a | b;
   }
 };
 
-template <class T> inline typename AccOf<T>::type to_acc(T v) {
+// Reads element *p as an accumulator value; bool storage is read as a byte (any nonzero is true).
+template <class T> inline typename AccOf<T>::type to_acc(const T* p) {
   using A = typename AccOf<T>::type;
-  if constexpr (std::is_same_v<T, bool>) return static_cast<A>(*reinterpret_cast<const uint8_t*>(&v) != 0);
-  else return static_cast<A>(load(v));
+  if constexpr (std::is_same_v<T, bool>) return static_cast<A>(*reinterpret_cast<const uint8_t*>(p) != 0);
+  else return static_cast<A>(load(*p));
 }
 
 template <class T, class A> inline T from_acc(A a) {
@@ -87,6 +90,64 @@ template <class Body> void odometer(const std::vector<Dim>& outer, Body&& body) 
   }
 }
 
+// NaN-propagating max of a contiguous run. GCC vectorises neither the scalar nor the 8-lane form of
+// a conditional max (without -ffast-math), so this uses GCC/Clang vector extensions: lanes of running
+// maxima plus lanes of "saw a NaN".
+template <class F> struct Vec;
+template <> struct Vec<float> {
+  typedef float type __attribute__((vector_size(16)));
+  typedef int32_t mask __attribute__((vector_size(16)));
+};
+template <> struct Vec<double> {
+  typedef double type __attribute__((vector_size(16)));
+  typedef int64_t mask __attribute__((vector_size(16)));
+};
+
+template <class F> F contiguous_max(const F* x, int64_t n) {
+  constexpr int kLanes = 16 / sizeof(F);
+  using V = typename Vec<F>::type;
+  using Mask = typename Vec<F>::mask;
+  constexpr F kLow = -std::numeric_limits<F>::infinity();
+  V m;
+  for (int k = 0; k < kLanes; ++k) m[k] = kLow;
+  Mask nan = {};
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    V v;
+    std::memcpy(&v, x + j, sizeof v);
+    m = v > m ? v : m;
+    nan |= v != v;
+  }
+  F r = kLow;
+  bool any_nan = false;
+  for (int k = 0; k < kLanes; ++k) {
+    r = m[k] > r ? m[k] : r;
+    any_nan |= nan[k] != 0;
+  }
+  for (; j < n; ++j) {
+    r = x[j] > r ? x[j] : r;
+    any_nan |= x[j] != x[j];
+  }
+  return any_nan ? std::numeric_limits<F>::quiet_NaN() : r;
+}
+
+// The combined max of a contiguous run of T, in its accumulator type.
+template <class T> auto contiguous_max_of(const T* x, int64_t n) {
+  if constexpr (is_half_v<T>) {
+    constexpr int64_t kChunk = 256;
+    float buf[kChunk];
+    float r = -std::numeric_limits<float>::infinity();
+    for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+      const int64_t m = std::min(kChunk, n - i0);
+      for (int64_t j = 0; j < m; ++j) buf[j] = load(x[i0 + j]);
+      r = MaxOp::apply(r, contiguous_max(buf, m));
+    }
+    return r;
+  } else {
+    return contiguous_max(x, n);
+  }
+}
+
 template <class Op, class T> void reduce_typed(std::vector<Dim> dims, const T* x, T* y, int64_t out_n) {
   using A = typename AccOf<T>::type;
   const A init = Op::template identity<A>();
@@ -97,15 +158,18 @@ template <class Op, class T> void reduce_typed(std::vector<Dim> dims, const T* x
     const Dim inner = dims.back();
     dims.pop_back();
     A* a = acc.data();
-    if (inner.out == 0) {
+    if (inner.out == 0 && std::is_same_v<Op, MaxOp> && std::is_floating_point_v<A> && inner.in == 1) {
+      if constexpr (std::is_floating_point_v<A>)
+        odometer(dims, [&](int64_t o, int64_t i) { a[o] = Op::apply(a[o], contiguous_max_of(x + i, inner.size)); });
+    } else if (inner.out == 0) {
       odometer(dims, [&](int64_t o, int64_t i) {
         const T* row = x + i;
         A part[8];
         std::fill_n(part, 8, init);
         int64_t j = 0;
         for (; j + 8 <= inner.size; j += 8)
-          for (int k = 0; k < 8; ++k) part[k] = Op::apply(part[k], to_acc(row[(j + k) * inner.in]));
-        for (; j < inner.size; ++j) part[0] = Op::apply(part[0], to_acc(row[j * inner.in]));
+          for (int k = 0; k < 8; ++k) part[k] = Op::apply(part[k], to_acc(row + (j + k) * inner.in));
+        for (; j < inner.size; ++j) part[0] = Op::apply(part[0], to_acc(row + j * inner.in));
         const A r = Op::apply(Op::apply(Op::apply(part[0], part[1]), Op::apply(part[2], part[3])),
                               Op::apply(Op::apply(part[4], part[5]), Op::apply(part[6], part[7])));
         a[o] = Op::apply(a[o], r);
@@ -115,7 +179,7 @@ template <class Op, class T> void reduce_typed(std::vector<Dim> dims, const T* x
         A* out = a + o;
         const T* row = x + i;
         for (int64_t j = 0; j < inner.size; ++j)
-          out[j * inner.out] = Op::apply(out[j * inner.out], to_acc(row[j * inner.in]));
+          out[j * inner.out] = Op::apply(out[j * inner.out], to_acc(row + j * inner.in));
       });
     }
   }
