@@ -3,8 +3,11 @@
 #pragma once
 
 #include "ferry/array.h"
+#include "ferry/autodiff.h"
 #include "ferry/error.h"
 #include "ferry/jit.h"
 #include "ferry/primitive.h"
+#include "ferry/scan.h"
 #include "ferry/tensor.h"
+#include "ferry/tree.h"
 #include "ferry/types.h"

@@ -28,9 +28,11 @@ enum class Primitive : uint8_t {
   slice, dynamic_slice, dynamic_update_slice, concatenate,
   // a change of memory kind
   device_put,
+  // control flow (equations with a body sub-program)
+  scan,
 };
 
-inline constexpr int kNumPrimitives = static_cast<int>(Primitive::device_put) + 1;
+inline constexpr int kNumPrimitives = static_cast<int>(Primitive::scan) + 1;
 
 std::string_view primitive_name(Primitive p);
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "compiler/cse.h"
+#include "compiler/dce.h"
 #include "ferry/error.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -9,10 +11,13 @@
 namespace ferry::compiler {
 
 std::vector<Pass> passes_for(const CompileOptions& options) {
-  // The foundation has no rewriting passes yet; autodiff adds clean-ups (DCE, CSE), memory
-  // planning adds scheduling and buffer assignment, offloading adds copy lowering.
+  // Clean-ups first: differentiation leaves duplicated and unused work behind. Memory planning adds
+  // scheduling and buffer assignment after these, offloading adds copy lowering.
   (void)options;
-  return {};
+  return {
+      {"cse", eliminate_common_subexpressions},
+      {"dce", eliminate_dead_code},
+  };
 }
 
 std::shared_ptr<const ir::Program> run_pipeline(const ir::Program& program, const CompileOptions& options,

@@ -91,8 +91,19 @@ struct DevicePutParams {
   bool operator==(const DevicePutParams&) const = default;
 };
 
+// scan(carry..., xs..., consts...) with body(carry..., x slices..., consts...) -> (carry..., y...);
+// outputs are the final carry and the ys stacked along a new leading axis of size `length`. With
+// `reverse` the steps run from index length-1 down to 0 (ys[i] still belongs to xs[i]).
+struct ScanParams {
+  int64_t length = 0;
+  bool reverse = false;
+  int64_t num_carry = 0;
+  int64_t num_xs = 0;
+  bool operator==(const ScanParams&) const = default;
+};
+
 using Params = std::variant<NoParams, ConvertParams, IotaParams, ConstantParams, BroadcastInDimParams,
                             ReshapeParams, TransposeParams, ReduceParams, DotGeneralParams, SliceParams,
-                            DynamicSliceParams, ConcatenateParams, DevicePutParams>;
+                            DynamicSliceParams, ConcatenateParams, DevicePutParams, ScanParams>;
 
 }  // namespace ferry::ir

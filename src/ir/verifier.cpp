@@ -112,7 +112,7 @@ class Verifier {
 
     std::vector<Type> expected;
     try {
-      expected = prims::infer_types(eq.prim, eq.params, in);
+      expected = prims::infer_types(eq.prim, eq.params, in, eq.subprograms);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::invalid_argument) throw;
       site.fail(e.message());

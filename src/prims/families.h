@@ -15,5 +15,11 @@ void register_reductions(Table& t);   // reduce_sum, reduce_max
 void register_dot(Table& t);          // dot_general
 void register_indexing(Table& t);     // slice, dynamic_slice, dynamic_update_slice, concatenate
 void register_memory(Table& t);       // device_put
+void register_control_flow(Table& t); // scan
+
+// VJP rules, filled in after the entries exist (scan's VJP lives in src/transforms: it needs to
+// trace its body).
+void register_elementwise_vjps(Table& t);  // elementwise_vjp.cpp
+void register_structural_vjps(Table& t);   // structural_vjp.cpp: shape, reductions, dot, indexing, memory
 
 }  // namespace ferry::prims

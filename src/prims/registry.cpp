@@ -16,9 +16,12 @@ Table build_table() {
   register_dot(t);
   register_indexing(t);
   register_memory(t);
+  register_control_flow(t);
+  register_elementwise_vjps(t);
+  register_structural_vjps(t);
   for (int i = 0; i < kNumPrimitives; ++i) {
-    if ((t[i].shape_rule == nullptr) == (t[i].body_shape_rule == nullptr) || t[i].cost_rule == nullptr ||
-        static_cast<int>(t[i].prim) != i)
+    if ((t[i].shape_rule == nullptr) == (t[i].body_shape_rule == nullptr) ||
+        (t[i].cost_rule == nullptr) == (t[i].body_cost_rule == nullptr) || static_cast<int>(t[i].prim) != i)
       throw Error(ErrorCode::internal, fmt::format("primitive #{} has no complete registry entry", i));
   }
   return t;
@@ -70,10 +73,22 @@ std::vector<ir::Type> infer_types(Primitive p, const ir::Params& params, std::sp
 }
 
 Cost cost(const ir::Equation& eq, const ir::Program& program) {
+  if (info(eq.prim).body_cost_rule != nullptr) return info(eq.prim).body_cost_rule(eq);
   std::vector<ir::Type> in, out;
   for (auto v : eq.inputs) in.push_back(program.type(v));
   for (auto v : eq.outputs) out.push_back(program.type(v));
   return info(eq.prim).cost_rule(in, out, eq.params);
+}
+
+Cost program_cost(const ir::Program& program) {
+  Cost total;
+  for (const ir::Equation& eq : program.equations) {
+    Cost c = cost(eq, program);
+    total.flops += c.flops;
+    total.bytes_read += c.bytes_read;
+    total.bytes_written += c.bytes_written;
+  }
+  return total;
 }
 
 std::string_view name_of(Primitive p) { return info(p).name; }

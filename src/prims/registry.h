@@ -32,6 +32,8 @@ using BodyShapeRule = std::vector<ir::Type> (*)(std::span<const ir::Type> inputs
                                                 std::span<const std::shared_ptr<const ir::Program>> bodies);
 using CostRule = Cost (*)(std::span<const ir::Type> inputs, std::span<const ir::Type> outputs,
                           const ir::Params& params);
+// Cost of a primitive with bodies (the bodies' work times the trip count).
+using BodyCostRule = Cost (*)(const ir::Equation& eq);
 // Reverse-mode rule, filled in by the autodiff layer: given the equation, its primal inputs and
 // outputs as traced tensors and the cotangents of its outputs (undefined Tensor = zero), returns one
 // cotangent per input (undefined Tensor = zero / not differentiable).
@@ -47,6 +49,7 @@ struct PrimitiveInfo {
   ShapeRule shape_rule = nullptr;
   BodyShapeRule body_shape_rule = nullptr;  // instead of shape_rule, for primitives with bodies
   CostRule cost_rule = nullptr;
+  BodyCostRule body_cost_rule = nullptr;  // instead of cost_rule, for primitives with bodies
   VjpRule vjp_rule = nullptr;
 };
 
@@ -61,6 +64,8 @@ std::vector<ir::Type> infer_types(Primitive p, const ir::Params& params, std::sp
                                   std::span<const std::shared_ptr<const ir::Program>> bodies = {});
 
 Cost cost(const ir::Equation& eq, const ir::Program& program);
+// Sum over a program's equations (bodies included, times their trip counts).
+Cost program_cost(const ir::Program& program);
 
 std::string_view name_of(Primitive p);
 

@@ -6,6 +6,7 @@
 
 #include "ferry/error.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/storage.h"
 
 namespace ferry::runtime {
 
@@ -28,9 +29,13 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, const std::st
     const ir::Equation& eq = p.equations[i];
     Instruction& ins = instructions_[i];
     ins.eq = &eq;
-    ins.kernel = cpu::kernel(eq.prim);
-    if (ins.kernel == nullptr || !eq.subprograms.empty())
-      throw Error(ErrorCode::unimplemented, fmt::format("the cpu backend has no kernel for {}", primitive_name(eq.prim)));
+    if (eq.prim == Primitive::scan) {
+      ins.body = std::make_shared<const Executable>(eq.subprograms.at(0), backend);
+    } else {
+      ins.kernel = cpu::kernel(eq.prim);
+      if (ins.kernel == nullptr || !eq.subprograms.empty())
+        throw Error(ErrorCode::unimplemented, fmt::format("the cpu backend has no kernel for {}", primitive_name(eq.prim)));
+    }
     // Outputs nobody reads die right after they are made.
     for (ir::ValueId v : eq.outputs)
       if (last_use[static_cast<size_t>(v)] < 0) ins.release_after.push_back(v);
@@ -60,6 +65,11 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, BufferSource&
   std::vector<MutView> out;
   for (const Instruction& ins : instructions_) {
     const ir::Equation& eq = *ins.eq;
+    if (ins.body) {
+      run_scan(ins, slots, buffers);
+      for (ir::ValueId v : ins.release_after) slots[static_cast<size_t>(v)] = Array();
+      continue;
+    }
     in.clear();
     out.clear();
     for (ir::ValueId v : eq.inputs) in.push_back({slots[static_cast<size_t>(v)].data(), &p.type(v)});
@@ -85,6 +95,54 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, BufferSource&
     }
   }
   return results;
+}
+
+namespace {
+// An Array over bytes another Array owns (kept alive by `owner`).
+Array view(const Array& owner, size_t offset, const ir::Type& type) {
+  auto s = std::make_shared<detail::Storage>();
+  s->data = static_cast<char*>(const_cast<void*>(owner.data())) + offset;
+  s->bytes = static_cast<size_t>(type.size_bytes());
+  s->kind = type.kind;
+  s->release = [keep = owner](void*) {};
+  return Array(std::move(s), type.dtype, type.shape, type.kind);
+}
+}  // namespace
+
+void Executable::run_scan(const Instruction& ins, std::vector<Array>& slots, BufferSource& buffers) const {
+  const ir::Equation& eq = *ins.eq;
+  const ir::Program& body = ins.body->program();
+  const auto& p = std::get<ir::ScanParams>(eq.params);
+  const size_t nc = static_cast<size_t>(p.num_carry), nx = static_cast<size_t>(p.num_xs);
+  std::vector<Array> args(eq.inputs.size());
+  for (size_t i = 0; i < eq.inputs.size(); ++i) args[i] = slots[static_cast<size_t>(eq.inputs[i])];
+  std::vector<Array> ys;
+  for (size_t j = nc; j < eq.outputs.size(); ++j) ys.push_back(buffers.allocate(program_->type(eq.outputs[j])));
+  std::vector<Array> xs(args.begin() + static_cast<std::ptrdiff_t>(nc), args.begin() + static_cast<std::ptrdiff_t>(nc + nx));
+  for (int64_t step = 0; step < p.length; ++step) {
+    int64_t i = p.reverse ? p.length - 1 - step : step;
+    for (size_t j = 0; j < nx; ++j) {
+      const ir::Type& t = body.type(body.inputs[nc + j]);
+      args[nc + j] = view(xs[j], static_cast<size_t>(i * t.size_bytes()), t);
+    }
+    std::vector<Array> out = ins.body->run(args, buffers);
+    for (size_t j = 0; j < nc; ++j) args[j] = std::move(out[j]);
+    for (size_t j = 0; j < ys.size(); ++j) {
+      size_t bytes = out[nc + j].nbytes();
+      if (bytes) std::memcpy(static_cast<char*>(ys[j].mutable_data()) + static_cast<size_t>(i) * bytes, out[nc + j].data(), bytes);
+    }
+  }
+  for (size_t j = 0; j < nc; ++j) {
+    // A zero-length scan returns its initial carry: copy it so outputs never alias inputs.
+    Array a = args[j];
+    if (p.length == 0) {
+      Array copy = buffers.allocate(program_->type(eq.outputs[j]));
+      if (a.nbytes()) std::memcpy(copy.mutable_data(), a.data(), a.nbytes());
+      a = copy;
+    }
+    slots[static_cast<size_t>(eq.outputs[j])] = a;
+  }
+  for (size_t j = 0; j < ys.size(); ++j) slots[static_cast<size_t>(eq.outputs[nc + j])] = ys[j];
 }
 
 }  // namespace ferry::runtime

@@ -41,9 +41,13 @@ class Executable {
  private:
   struct Instruction {
     const ir::Equation* eq = nullptr;
-    KernelFn kernel = nullptr;
+    KernelFn kernel = nullptr;                // for primitives without bodies
+    std::shared_ptr<const Executable> body;   // for scan
     std::vector<ir::ValueId> release_after;  // values whose last use is this instruction
   };
+
+  // Runs a scan: the body once per step, on views of the xs slices, writing each y slice in place.
+  void run_scan(const Instruction& ins, std::vector<Array>& slots, BufferSource& buffers) const;
 
   std::shared_ptr<const ir::Program> program_;
   std::vector<Instruction> instructions_;

@@ -15,10 +15,14 @@ using detail::Tracer;
 
 [[noreturn]] void invalid(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
 
+// Operations record into the innermost active trace; operands of enclosing traces are captured
+// there (see Tracer), and operands of finished or unrelated traces are rejected by bind().
 Tracer& tracer_of(const Tensor& x, std::string_view op) {
   if (!x.defined()) invalid(fmt::format("{}: an operand is an undefined Tensor", op));
-  return *x.tracer();
+  return detail::current_tracer(op);
 }
+
+Tracer& active() { return detail::current_tracer("trace"); }
 
 Tensor unary(Primitive p, const Tensor& x) {
   return tracer_of(x, primitive_name(p)).bind1(p, ir::NoParams{}, {x});
@@ -51,13 +55,13 @@ Tensor binary(Primitive p, const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype())
     invalid(fmt::format("{}: operand dtypes differ ({} and {}); convert one of them", op, a.type_string(), b.type_string()));
   Shape s = broadcast_shapes(a, b, op);
-  return a.tracer()->bind1(p, ir::NoParams{}, {broadcast_to(a, s), broadcast_to(b, s)});
+  return active().bind1(p, ir::NoParams{}, {broadcast_to(a, s), broadcast_to(b, s)});
 }
 
 // A C++ number next to a tensor takes the tensor's dtype and shape.
 Tensor literal_like(const Tensor& x, double v, std::string_view op) {
   tracer_of(x, op);
-  return x.tracer()->bind1(Primitive::constant, ir::ConstantParams{v, x.dtype(), x.shape()}, {});
+  return active().bind1(Primitive::constant, ir::ConstantParams{v, x.dtype(), x.shape()}, {});
 }
 
 Tensor binary(Primitive p, const Tensor& a, double b) { return binary(p, a, literal_like(a, b, primitive_name(p))); }
@@ -74,7 +78,7 @@ Tensor reduce(Primitive p, const Tensor& x, const Axes& axes) {
   tracer_of(x, op);
   Axes norm;
   for (int64_t a : axes) norm.push_back(normalize_axis(a, x.rank(), op));
-  return x.tracer()->bind1(p, ir::ReduceParams{norm}, {x});
+  return active().bind1(p, ir::ReduceParams{norm}, {x});
 }
 
 }  // namespace
@@ -121,7 +125,7 @@ Tensor where(const Tensor& pred, const Tensor& on_true, const Tensor& on_false) 
                         on_false.type_string()));
   Shape s = broadcast_shapes(on_true, on_false, "select");
   s = broadcast_shapes(pred, broadcast_to(on_true, s), "select");
-  return pred.tracer()->bind1(Primitive::select, ir::NoParams{},
+  return active().bind1(Primitive::select, ir::NoParams{},
                               {broadcast_to(pred, s), broadcast_to(on_true, s), broadcast_to(on_false, s)});
 }
 Tensor where(const Tensor& pred, const Tensor& on_true, double on_false) {
@@ -157,7 +161,7 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& d) {
   tracer_of(lhs, "dot_general");
   tracer_of(rhs, "dot_general");
   ir::DotGeneralParams p{{d.lhs_contracting, d.rhs_contracting, d.lhs_batch, d.rhs_batch}};
-  return lhs.tracer()->bind1(Primitive::dot_general, p, {lhs, rhs});
+  return active().bind1(Primitive::dot_general, p, {lhs, rhs});
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
@@ -225,17 +229,17 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
       invalid(fmt::format("reshape: cannot reshape {} to {}", x.type_string(), shape_string(shape)));
     *std::find(s.begin(), s.end(), int64_t{-1}) = n / known;
   }
-  return x.tracer()->bind1(Primitive::reshape, ir::ReshapeParams{s}, {x});
+  return active().bind1(Primitive::reshape, ir::ReshapeParams{s}, {x});
 }
 
 Tensor transpose(const Tensor& x, const Axes& permutation) {
   tracer_of(x, "transpose");
-  return x.tracer()->bind1(Primitive::transpose, ir::TransposeParams{permutation}, {x});
+  return active().bind1(Primitive::transpose, ir::TransposeParams{permutation}, {x});
 }
 
 Tensor broadcast_in_dim(const Tensor& x, const Shape& shape, const Axes& broadcast_dimensions) {
   tracer_of(x, "broadcast_in_dim");
-  return x.tracer()->bind1(Primitive::broadcast_in_dim, ir::BroadcastInDimParams{shape, broadcast_dimensions}, {x});
+  return active().bind1(Primitive::broadcast_in_dim, ir::BroadcastInDimParams{shape, broadcast_dimensions}, {x});
 }
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
@@ -251,28 +255,28 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
 
 Tensor slice(const Tensor& x, const Axes& start, const Axes& limit, const Axes& strides) {
   tracer_of(x, "slice");
-  return x.tracer()->bind1(Primitive::slice, ir::SliceParams{start, limit, strides}, {x});
+  return active().bind1(Primitive::slice, ir::SliceParams{start, limit, strides}, {x});
 }
 
 Tensor dynamic_slice(const Tensor& x, const std::vector<Tensor>& starts, const Shape& sizes) {
   tracer_of(x, "dynamic_slice");
   std::vector<Tensor> ins{x};
   ins.insert(ins.end(), starts.begin(), starts.end());
-  return x.tracer()->bind1(Primitive::dynamic_slice, ir::DynamicSliceParams{sizes}, ins);
+  return active().bind1(Primitive::dynamic_slice, ir::DynamicSliceParams{sizes}, ins);
 }
 
 Tensor dynamic_update_slice(const Tensor& x, const Tensor& update, const std::vector<Tensor>& starts) {
   tracer_of(x, "dynamic_update_slice");
   std::vector<Tensor> ins{x, update};
   ins.insert(ins.end(), starts.begin(), starts.end());
-  return x.tracer()->bind1(Primitive::dynamic_update_slice, ir::NoParams{}, ins);
+  return active().bind1(Primitive::dynamic_update_slice, ir::NoParams{}, ins);
 }
 
 Tensor concatenate(const std::vector<Tensor>& xs, int64_t dimension) {
   if (xs.empty()) invalid("concatenate: needs at least one operand");
   tracer_of(xs[0], "concatenate");
   int64_t d = normalize_axis(dimension, xs[0].rank(), "concatenate");
-  return xs[0].tracer()->bind1(Primitive::concatenate, ir::ConcatenateParams{d}, xs);
+  return active().bind1(Primitive::concatenate, ir::ConcatenateParams{d}, xs);
 }
 
 Tensor iota(DType dtype, const Shape& shape, int64_t dimension) {
@@ -290,13 +294,13 @@ Tensor ones_like(const Tensor& x) { return full_like(x, 1.0); }
 Tensor convert(const Tensor& x, DType dtype) {
   tracer_of(x, "convert_element_type");
   if (x.dtype() == dtype) return x;
-  return x.tracer()->bind1(Primitive::convert_element_type, ir::ConvertParams{dtype}, {x});
+  return active().bind1(Primitive::convert_element_type, ir::ConvertParams{dtype}, {x});
 }
 
 Tensor device_put(const Tensor& x, MemoryKind kind) {
   tracer_of(x, "device_put");
   if (x.memory_kind() == kind) return x;
-  return x.tracer()->bind1(Primitive::device_put, ir::DevicePutParams{kind}, {x});
+  return active().bind1(Primitive::device_put, ir::DevicePutParams{kind}, {x});
 }
 
 }  // namespace ferry

@@ -202,6 +202,7 @@ TEST(Printer, GoldenEveryParamsStruct) {
       {DynamicSliceParams{{1, 2}}, "[slice_sizes=[1,2]]"},
       {ConcatenateParams{1}, "[dimension=1]"},
       {DevicePutParams{MemoryKind::unpinned_host}, "[dst=unpinned_host]"},
+      {ScanParams{8, true, 1, 2}, "[length=8, reverse=true, num_carry=1, num_xs=2]"},
   };
   std::vector<bool> seen(std::variant_size_v<Params>, false);
   for (const auto& [params, text] : cases) {
@@ -233,6 +234,8 @@ TEST(Printer, RoundTripEveryParamsStruct) {
       DevicePutParams{MemoryKind::device},
       DevicePutParams{MemoryKind::pinned_host},
       DevicePutParams{MemoryKind::unpinned_host},
+      ScanParams{0, false, 0, 0},
+      ScanParams{64, true, 3, 1},
       // Extreme integers survive (the verifier, not the text form, judges them).
       ReduceParams{{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), -1}},
   };

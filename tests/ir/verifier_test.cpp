@@ -221,11 +221,36 @@ Program with_subprogram(std::shared_ptr<const Program> sub) {
   return p;
 }
 
+// scan[length=2] carrying one f32[3] through `sub` (which maps f32[3] to f32[3]).
+Equation scan_eqn(ValueId in, ValueId out, std::shared_ptr<const Program> sub) {
+  Equation e = eqn(Primitive::scan, {in}, {out}, ScanParams{2, false, 1, 0});
+  e.subprograms.push_back(std::move(sub));
+  return e;
+}
+
+// x -> exp -> scan(sub, sub2...) : f32[3] -> f32[3], each scan a loop over `sub`.
+std::shared_ptr<Program> looping_body(std::string name, const std::vector<std::shared_ptr<const Program>>& subs) {
+  auto b = std::make_shared<Program>();
+  b->name = std::move(name);
+  ValueId v = b->add_value(f32({3}));
+  b->inputs = {v};
+  for (const auto& sub : subs) {
+    ValueId next = b->add_value(f32({3}));
+    b->equations.push_back(scan_eqn(v, next, sub));
+    v = next;
+  }
+  b->outputs = {v};
+  return b;
+}
+
 TEST(Verifier, AcceptsNestedSubprogramsWithTheirOwnNumbering) {
-  auto inner = body("inner");
-  auto middle = body("middle");
-  middle->equations[1].subprograms.push_back(inner);
-  EXPECT_NO_THROW(verify(with_subprogram(middle)));
+  auto middle = looping_body("middle", {body("inner")});
+  auto outer = looping_body("outer", {middle});
+  EXPECT_NO_THROW(verify(*outer));
+}
+
+TEST(Verifier, RejectsSubprogramsOnPrimitivesWithoutBodies) {
+  EXPECT_THAT(rejected(with_subprogram(body("sub"))), HasSubstr("neg: takes no sub-programs"));
 }
 
 TEST(Verifier, RejectsErrorsInsideSubprogramsNamingThePath) {
@@ -251,12 +276,7 @@ TEST(Verifier, RejectsNullAndSelfContainingSubprograms) {
 // once keeps this linear instead of 2^depth.
 TEST(Verifier, ChecksASharedSubprogramOnce) {
   std::shared_ptr<Program> level = body("level0");
-  for (int i = 1; i <= 60; ++i) {
-    auto next = body(fmt::format("level{}", i));
-    next->equations[0].subprograms = {level, level};
-    next->equations[1].subprograms = {level};
-    level = next;
-  }
+  for (int i = 1; i <= 60; ++i) level = looping_body(fmt::format("level{}", i), {level, level, level});
   EXPECT_NO_THROW(verify(*level));
 }
 

@@ -40,8 +40,9 @@ TEST(Registry, EveryPrimitiveHasACompleteEntryWithItsName) {
     const PrimitiveInfo& e = info(static_cast<P>(i));
     EXPECT_EQ(static_cast<int>(e.prim), i);
     EXPECT_FALSE(e.name.empty()) << "primitive #" << i;
-    EXPECT_NE(e.shape_rule, nullptr) << e.name;
-    EXPECT_NE(e.cost_rule, nullptr) << e.name;
+    // Exactly one of the plain and the body-aware rule, for both shape and cost.
+    EXPECT_NE(e.shape_rule == nullptr, e.body_shape_rule == nullptr) << e.name;
+    EXPECT_NE(e.cost_rule == nullptr, e.body_cost_rule == nullptr) << e.name;
     EXPECT_EQ(find(e.name), &e) << e.name;
   }
 }

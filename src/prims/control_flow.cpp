@@ -1,0 +1,65 @@
+// scan: the loop primitive. Its body sub-program decides its output types.
+#include <fmt/format.h>
+
+#include "prims/families.h"
+#include "prims/rule_helpers.h"
+
+namespace ferry::prims {
+namespace {
+
+std::vector<ir::Type> scan_rule(std::span<const ir::Type> in, const ir::Params& params,
+                                std::span<const std::shared_ptr<const ir::Program>> bodies) {
+  const auto& p = detail::params_as<ir::ScanParams>(params);
+  if (bodies.size() != 1 || bodies[0] == nullptr) detail::invalid(fmt::format("needs one body, got {}", bodies.size()));
+  const ir::Program& body = *bodies[0];
+  if (p.length < 0 || p.num_carry < 0 || p.num_xs < 0 || p.num_carry + p.num_xs > static_cast<int64_t>(in.size()))
+    detail::invalid(fmt::format("bad counts: length {}, num_carry {}, num_xs {} for {} operands", p.length, p.num_carry,
+                                p.num_xs, in.size()));
+  if (body.inputs.size() != in.size())
+    detail::invalid(fmt::format("the body takes {} inputs but the scan has {} operands", body.inputs.size(), in.size()));
+  const size_t nc = static_cast<size_t>(p.num_carry), nx = static_cast<size_t>(p.num_xs);
+  for (size_t i = 0; i < in.size(); ++i) {
+    ir::Type want = in[i];
+    if (i >= nc && i < nc + nx) {
+      if (want.rank() == 0 || want.shape[0] != p.length)
+        detail::invalid(fmt::format("xs operand {} is {} but needs leading axis {}", i - nc, ir::to_string(want), p.length));
+      want.shape.erase(want.shape.begin());
+    }
+    if (body.type(body.inputs[i]) != want)
+      detail::invalid(fmt::format("body input {} is {} but the scan gives it {}", i, ir::to_string(body.type(body.inputs[i])),
+                                  ir::to_string(want)));
+  }
+  if (body.outputs.size() < nc)
+    detail::invalid(fmt::format("the body returns {} values, fewer than its {} carries", body.outputs.size(), nc));
+  std::vector<ir::Type> out;
+  for (size_t i = 0; i < body.outputs.size(); ++i) {
+    ir::Type t = body.type(body.outputs[i]);
+    if (i < nc) {
+      if (t != in[i])
+        detail::invalid(fmt::format("carry {} enters as {} but the body returns {}", i, ir::to_string(in[i]), ir::to_string(t)));
+    } else {
+      t.shape.insert(t.shape.begin(), p.length);
+      detail::checked_elements(t.shape, "stacked ys", dtype_size(t.dtype));
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+Cost scan_cost(const ir::Equation& eq) {
+  const auto& p = detail::params_as<ir::ScanParams>(eq.params);
+  Cost body = program_cost(*eq.subprograms.at(0));
+  double n = static_cast<double>(p.length);
+  return Cost{body.flops * n, static_cast<int64_t>(static_cast<double>(body.bytes_read) * n),
+              static_cast<int64_t>(static_cast<double>(body.bytes_written) * n)};
+}
+
+}  // namespace
+
+void register_control_flow(Table& t) {
+  t[static_cast<size_t>(Primitive::scan)] =
+      PrimitiveInfo{.prim = Primitive::scan, .name = "scan", .num_inputs = -1, .params = ir::ScanParams{},
+                    .body_shape_rule = scan_rule, .body_cost_rule = scan_cost};
+}
+
+}  // namespace ferry::prims

@@ -1,0 +1,92 @@
+#include "transforms/linearize.h"
+
+#include <fmt/format.h>
+
+#include "ferry/error.h"
+#include "prims/registry.h"
+#include "trace/tracer.h"
+#include "transforms/emit.h"
+
+namespace ferry::transforms {
+
+Tensor add_cotangents(const Tensor& a, const Tensor& b) {
+  if (!a.defined()) return b;
+  if (!b.defined()) return a;
+  return add(a, b);
+}
+
+Linearization::Linearization(std::shared_ptr<const ir::Program> program, std::vector<Tensor> inputs)
+    : program_(std::move(program)), inputs_(std::move(inputs)) {
+  const ir::Program& p = *program_;
+  env_.resize(p.values.size());
+  residuals_.resize(p.equations.size());
+  for (size_t i = 0; i < inputs_.size(); ++i) env_[static_cast<size_t>(p.inputs[i])] = inputs_[i];
+  detail::Tracer& tracer = detail::current_tracer(p.name);
+  for (size_t e = 0; e < p.equations.size(); ++e) {
+    const ir::Equation& eq = p.equations[e];
+    std::vector<Tensor> in;
+    for (ir::ValueId v : eq.inputs) in.push_back(env_[static_cast<size_t>(v)]);
+    std::vector<Tensor> out;
+    if (const ControlFlowVjp* cf = control_flow_vjp(eq.prim))
+      out = cf->forward(eq, in, residuals_[e]);
+    else
+      out = tracer.bind(eq.prim, eq.params, in, eq.name, eq.subprograms);
+    for (size_t i = 0; i < out.size(); ++i) env_[static_cast<size_t>(eq.outputs[i])] = out[i];
+  }
+  for (ir::ValueId v : p.outputs) outputs_.push_back(env_[static_cast<size_t>(v)]);
+}
+
+std::vector<Tensor> Linearization::backward(const std::vector<Tensor>& output_cotangents) const {
+  const ir::Program& p = *program_;
+  if (output_cotangents.size() != p.outputs.size())
+    throw Error(ErrorCode::internal, fmt::format("backward: {} cotangents for {} outputs", output_cotangents.size(),
+                                                 p.outputs.size()));
+  auto differentiable = [&](ir::ValueId v) { return is_floating(p.type(v).dtype); };
+  std::vector<Tensor> ct(p.values.size());
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const Tensor& c = output_cotangents[i];
+    if (!c.defined() || !differentiable(p.outputs[i])) continue;
+    if (type_of(c) != p.type(p.outputs[i]))
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("cotangent {} is {} but the output is {}", i, c.type_string(), ir::to_string(p.type(p.outputs[i]))));
+    ct[static_cast<size_t>(p.outputs[i])] = add_cotangents(ct[static_cast<size_t>(p.outputs[i])], c);
+  }
+  for (size_t e = p.equations.size(); e-- > 0;) {
+    const ir::Equation& eq = p.equations[e];
+    std::vector<Tensor> cts_out;
+    bool any = false;
+    for (ir::ValueId v : eq.outputs) {
+      cts_out.push_back(ct[static_cast<size_t>(v)]);
+      any = any || cts_out.back().defined();
+    }
+    if (!any) continue;
+    std::vector<Tensor> cts_in;
+    if (const ControlFlowVjp* cf = control_flow_vjp(eq.prim)) {
+      cts_in = cf->backward(eq, residuals_[e], cts_out);
+    } else {
+      const prims::PrimitiveInfo& info = prims::info(eq.prim);
+      if (info.vjp_rule == nullptr)
+        throw Error(ErrorCode::unimplemented, fmt::format("{} has no VJP rule", info.name));
+      std::vector<Tensor> in, out;
+      for (ir::ValueId v : eq.inputs) in.push_back(env_[static_cast<size_t>(v)]);
+      for (ir::ValueId v : eq.outputs) out.push_back(env_[static_cast<size_t>(v)]);
+      cts_in = info.vjp_rule(eq, in, out, cts_out);
+    }
+    if (cts_in.size() != eq.inputs.size())
+      throw Error(ErrorCode::internal, fmt::format("the VJP of {} gave {} cotangents for {} inputs",
+                                                   primitive_name(eq.prim), cts_in.size(), eq.inputs.size()));
+    for (size_t i = 0; i < eq.inputs.size(); ++i) {
+      ir::ValueId v = eq.inputs[i];
+      if (!cts_in[i].defined() || !differentiable(v)) continue;
+      if (type_of(cts_in[i]) != p.type(v))
+        throw Error(ErrorCode::internal, fmt::format("the VJP of {} gave a {} cotangent for a {} input",
+                                                     primitive_name(eq.prim), cts_in[i].type_string(), ir::to_string(p.type(v))));
+      ct[static_cast<size_t>(v)] = add_cotangents(ct[static_cast<size_t>(v)], cts_in[i]);
+    }
+  }
+  std::vector<Tensor> result;
+  for (ir::ValueId v : p.inputs) result.push_back(differentiable(v) ? ct[static_cast<size_t>(v)] : Tensor());
+  return result;
+}
+
+}  // namespace ferry::transforms
