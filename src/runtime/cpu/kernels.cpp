@@ -1,4 +1,5 @@
-// The CPU backend's kernel table: every primitive has a kernel.
+// The CPU backend's kernel table: every primitive without a body has a kernel; the executable
+// runs primitives with bodies (scan) itself.
 #include "runtime/cpu/kernels.h"
 
 #include "runtime/cpu/kernel_groups.h"
@@ -30,6 +31,7 @@ KernelFn kernel(Primitive p) {
     case dynamic_update_slice: return dynamic_update_slice_kernel;
     case concatenate: return concatenate_kernel;
     case device_put: return device_put_kernel;
+    case scan: return nullptr;
   }
   return nullptr;
 }
