@@ -1,5 +1,5 @@
-// The ferry command: `ferry demo` traces, lowers, compiles and runs a built-in model; `ferry check`
-// and `ferry run` read IR text.
+// The ferry command: `ferry demo` traces, lowers, compiles and runs a built-in model and trains it
+// for a few steps; `ferry check` and `ferry run` read IR text.
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -46,7 +46,29 @@ int demo() {
   fmt::print("== the traced program ==\n{}\n", lowered.as_text());
   fy::Compiled compiled = lowered.compile();
   std::vector<fy::Array> out = compiled(x, params, target);
-  fmt::print("== outputs ==\nloss = {}\ny    = {}\n", out[0].to_string(), out[1].to_string(16));
+  fmt::print("== outputs ==\nloss = {}\ny    = {}\n\n", out[0].to_string(), out[1].to_string(16));
+
+  // One compiled training step: the loss, its gradient with respect to the parameter list, and an
+  // SGD update, all in one program.
+  auto train_step = fy::jit(
+      [](fy::Tensor x, std::vector<fy::Tensor> params, fy::Tensor target) {
+        auto [loss, grads] = fy::value_and_grad(
+            [&](std::vector<fy::Tensor> p) {
+              fy::Tensor y = fy::matmul(fy::tanh(fy::matmul(x, p[0]) + p[1]), p[2]) + p[3];
+              return fy::mean((y - target) * (y - target));
+            })(params);
+        std::vector<fy::Tensor> updated;
+        for (size_t i = 0; i < params.size(); ++i) updated.push_back(params[i] - 0.5 * grads[i]);
+        return std::pair{loss, updated};
+      },
+      "train_step");
+  fy::Compiled step = train_step.lower(x, params, target).compile();
+  fmt::print("== training with SGD (lr 0.5) ==\n");
+  for (int i = 0; i < 10; ++i) {
+    std::vector<fy::Array> r = step(x, params, target);
+    fmt::print("step {:2d}  loss {:.6f}\n", i, r[0].to_vector<float>()[0]);
+    params.assign(r.begin() + 1, r.end());
+  }
   return 0;
 }
 

@@ -5,21 +5,13 @@
 #include <tuple>
 
 #include "ferry/ferry.h"
+#include "support/error_of.h"
 
 namespace fy = ferry;
 using ::testing::HasSubstr;
+using ferry::testing::error_of;
 
 namespace {
-
-template <class F> fy::Error error_of(F f) {
-  try {
-    f();
-  } catch (const fy::Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a ferry::Error";
-  return fy::Error(fy::ErrorCode::internal, "none");
-}
 
 TEST(Jit, RunsAFunctionOfSeveralTensors) {
   auto f = fy::jit([](fy::Tensor a, fy::Tensor b) { return a * b + 1.0; });

@@ -3,26 +3,17 @@
 #include <gtest/gtest.h>
 
 #include "ferry/ferry.h"
+#include "support/error_of.h"
 
 namespace fy = ferry;
 using ::testing::HasSubstr;
+using ferry::testing::error_of;
 
 namespace {
 
 template <class F> std::string trace_text(F f, fy::ShapeDtype a) { return fy::jit(f).lower(a).as_text(); }
 template <class F> std::string trace_text(F f, fy::ShapeDtype a, fy::ShapeDtype b) {
   return fy::jit(f).lower(a, b).as_text();
-}
-
-// Runs `f` and returns the ferry::Error it throws (fails the test if it throws nothing).
-template <class F> fy::Error error_of(F f) {
-  try {
-    f();
-  } catch (const fy::Error& e) {
-    return e;
-  }
-  ADD_FAILURE() << "expected a ferry::Error";
-  return fy::Error(fy::ErrorCode::internal, "none");
 }
 
 TEST(Trace, ScalarLiteralTakesTheTensorsTypeAndShape) {
