@@ -28,11 +28,13 @@ enum class Primitive : uint8_t {
   slice, dynamic_slice, dynamic_update_slice, concatenate,
   // a change of memory kind
   device_put,
+  // identity that tags a value with a name for checkpoint policies (the name is the equation's)
+  checkpoint_name,
   // control flow (equations with a body sub-program)
-  scan,
+  scan, checkpoint,
 };
 
-inline constexpr int kNumPrimitives = static_cast<int>(Primitive::scan) + 1;
+inline constexpr int kNumPrimitives = static_cast<int>(Primitive::checkpoint) + 1;
 
 std::string_view primitive_name(Primitive p);
 

@@ -17,6 +17,9 @@ std::string key_of(const ir::Equation& eq) {
   for (ir::ValueId v : eq.inputs) key += fmt::format("{},", v);
   key += ")";
   for (const auto& body : eq.subprograms) key += fmt::format("@{}", static_cast<const void*>(body.get()));
+  // Names and checkpoint decisions change what policies see, so they are part of the identity.
+  key += fmt::format("|{}|{}{}{}", eq.name, static_cast<int>(eq.decision.kind), static_cast<int>(eq.decision.src),
+                     static_cast<int>(eq.decision.dst));
   return key;
 }
 
@@ -37,6 +40,10 @@ bool eliminate_common_subexpressions(ir::Program& program) {
         body = copy;
         changed = true;
       }
+    }
+    if (eq.rematerialized) {  // a recomputation must stay apart from its forward twin
+      kept.push_back(std::move(eq));
+      continue;
     }
     auto [it, inserted] = seen.emplace(key_of(eq), kept.size());
     if (!inserted) {

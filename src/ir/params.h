@@ -102,8 +102,16 @@ struct ScanParams {
   bool operator==(const ScanParams&) const = default;
 };
 
+// checkpoint(inputs...) with body(inputs...) -> outputs: computes the body. Differentiating it
+// applies the decisions its policy recorded on the body's equations; the equation's name is the
+// policy's name. prevent_cse keeps recomputed equations apart from their forward twins.
+struct CheckpointParams {
+  bool prevent_cse = true;
+  bool operator==(const CheckpointParams&) const = default;
+};
+
 using Params = std::variant<NoParams, ConvertParams, IotaParams, ConstantParams, BroadcastInDimParams,
                             ReshapeParams, TransposeParams, ReduceParams, DotGeneralParams, SliceParams,
-                            DynamicSliceParams, ConcatenateParams, DevicePutParams, ScanParams>;
+                            DynamicSliceParams, ConcatenateParams, DevicePutParams, ScanParams, CheckpointParams>;
 
 }  // namespace ferry::ir

@@ -42,6 +42,7 @@ template <class F> void fields(SliceParams& p, F&& f) {
 template <class F> void fields(DynamicSliceParams& p, F&& f) { f("slice_sizes", p.slice_sizes); }
 template <class F> void fields(ConcatenateParams& p, F&& f) { f("dimension", p.dimension); }
 template <class F> void fields(DevicePutParams& p, F&& f) { f("dst", p.dst); }
+template <class F> void fields(CheckpointParams& p, F&& f) { f("prevent_cse", p.prevent_cse); }
 template <class F> void fields(ScanParams& p, F&& f) {
   f("length", p.length);
   f("reverse", p.reverse);

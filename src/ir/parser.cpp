@@ -425,6 +425,7 @@ class Parser final : public ParamValueReader {
     for (size_t i = 0; i < outs.size(); ++i) eq.outputs.push_back(define(scope, outs[i], std::move(types[i])));
 
     if (accept('@')) eq.name = quoted_string();
+    parse_annotations(eq);
 
     if (at('{')) {
       ++pos_;
@@ -433,6 +434,37 @@ class Parser final : public ParamValueReader {
       expect('}');
     }
     scope.program.equations.push_back(std::move(eq));
+  }
+
+  // ` !save`, ` !recompute`, ` !offload(src,dst)` (at most one) and ` !remat`.
+  void parse_annotations(Equation& eq) {
+    bool decided = false;
+    while (accept('!')) {
+      skip_space();
+      const size_t start = pos_;
+      std::string_view w = word();
+      if (w == "remat") {
+        if (eq.rematerialized) fail_at(start, "'!remat' given twice");
+        eq.rematerialized = true;
+        continue;
+      }
+      if (decided) fail_at(start, "an equation has at most one of !save, !recompute, !offload");
+      decided = true;
+      if (w == "save") {
+        eq.decision.kind = RematDecision::Kind::save;
+      } else if (w == "recompute") {
+        eq.decision.kind = RematDecision::Kind::recompute;
+      } else if (w == "offload") {
+        eq.decision.kind = RematDecision::Kind::offload;
+        expect('(');
+        eq.decision.src = read_memory_kind();
+        expect(',');
+        eq.decision.dst = read_memory_kind();
+        expect(')');
+      } else {
+        fail_at(start, fmt::format("unknown annotation '!{}' (expected save, recompute, offload(src,dst) or remat)", w));
+      }
+    }
   }
 
   std::shared_ptr<Program> parse_program(int depth) {

@@ -69,6 +69,15 @@ void print_program(std::string& out, const Program& p, int indent) {
     if (!operands.empty()) out += fmt::format(" {}", fmt::join(operands, ", "));
     out += fmt::format(" : {}", fmt::join(types, ", "));
     if (!eq.name.empty()) out += " @" + quoted(eq.name);
+    switch (eq.decision.kind) {
+      case RematDecision::Kind::none: break;
+      case RematDecision::Kind::save: out += " !save"; break;
+      case RematDecision::Kind::recompute: out += " !recompute"; break;
+      case RematDecision::Kind::offload:
+        out += fmt::format(" !offload({},{})", memory_kind_name(eq.decision.src), memory_kind_name(eq.decision.dst));
+        break;
+    }
+    if (eq.rematerialized) out += " !remat";
     if (!eq.subprograms.empty()) {
       out += " {\n";
       for (const auto& sub : eq.subprograms) {

@@ -6,6 +6,11 @@
 //   output values. `subprograms` hold bodies for control flow (scan, checkpoint) in later layers.
 // - `name` is a source name (a checkpoint name or a user tag) carried for reports; it does not
 //   change what the equation computes.
+// - `decision` is what a checkpoint policy decided for the equation's outputs (only inside
+//   checkpoint bodies): saved for the backward pass, recomputed there, or offloaded to another
+//   memory kind and fetched back. Differentiation reads it; nothing else does.
+// - `rematerialized` marks an equation of a backward pass that recomputes (or fetches back) a
+//   forward value: it stays in the backward pass and CSE never merges it with its forward twin.
 #pragma once
 
 #include <memory>
@@ -22,6 +27,14 @@ using ValueId = int32_t;
 
 struct Program;
 
+struct RematDecision {
+  enum class Kind : uint8_t { none, save, recompute, offload };
+  Kind kind = Kind::none;
+  MemoryKind src = MemoryKind::device;       // offload: where the value lives
+  MemoryKind dst = MemoryKind::pinned_host;  // offload: where it waits for the backward pass
+  bool operator==(const RematDecision&) const = default;
+};
+
 struct Equation {
   Primitive prim = Primitive::add;
   Params params;
@@ -29,6 +42,8 @@ struct Equation {
   std::vector<ValueId> outputs;
   std::vector<std::shared_ptr<const Program>> subprograms;
   std::string name;
+  RematDecision decision;
+  bool rematerialized = false;
 };
 
 struct Program {

@@ -1,8 +1,10 @@
-// scan: the loop primitive. Its body sub-program decides its output types.
+// Control flow and checkpointing: scan (a loop) and checkpoint (a function whose backward pass
+// follows a policy), whose bodies decide their output types, and checkpoint_name (an identity).
 #include <fmt/format.h>
 
 #include "prims/families.h"
 #include "prims/rule_helpers.h"
+#include "ferry/tensor.h"
 
 namespace ferry::prims {
 namespace {
@@ -54,12 +56,50 @@ Cost scan_cost(const ir::Equation& eq) {
               static_cast<int64_t>(static_cast<double>(body.bytes_written) * n)};
 }
 
+std::vector<ir::Type> checkpoint_rule(std::span<const ir::Type> in, const ir::Params&,
+                                      std::span<const std::shared_ptr<const ir::Program>> bodies) {
+  if (bodies.size() != 1 || bodies[0] == nullptr) detail::invalid(fmt::format("needs one body, got {}", bodies.size()));
+  const ir::Program& body = *bodies[0];
+  if (body.inputs.size() != in.size())
+    detail::invalid(fmt::format("the body takes {} inputs but the checkpoint has {} operands", body.inputs.size(), in.size()));
+  for (size_t i = 0; i < in.size(); ++i)
+    if (body.type(body.inputs[i]) != in[i])
+      detail::invalid(fmt::format("body input {} is {} but the operand is {}", i, ir::to_string(body.type(body.inputs[i])),
+                                  ir::to_string(in[i])));
+  std::vector<ir::Type> out;
+  for (ir::ValueId v : body.outputs) out.push_back(body.type(v));
+  return out;
+}
+
+Cost checkpoint_cost(const ir::Equation& eq) { return program_cost(*eq.subprograms.at(0)); }
+
+std::vector<ir::Type> checkpoint_name_rule(std::span<const ir::Type> in, const ir::Params&) {
+  detail::check_operands(in);
+  return {in[0]};
+}
+
+// An identity costs nothing: the runtime may alias it.
+Cost free_cost(std::span<const ir::Type>, std::span<const ir::Type>, const ir::Params&) { return {}; }
+
+std::vector<Tensor> checkpoint_name_vjp(const ir::Equation&, std::span<const Tensor>, std::span<const Tensor>,
+                                        std::span<const Tensor> g) {
+  return {g[0]};
+}
+
 }  // namespace
 
 void register_control_flow(Table& t) {
   t[static_cast<size_t>(Primitive::scan)] =
       PrimitiveInfo{.prim = Primitive::scan, .name = "scan", .num_inputs = -1, .params = ir::ScanParams{},
                     .body_shape_rule = scan_rule, .body_cost_rule = scan_cost};
+  t[static_cast<size_t>(Primitive::checkpoint)] =
+      PrimitiveInfo{.prim = Primitive::checkpoint, .name = "checkpoint", .num_inputs = -1,
+                    .params = ir::CheckpointParams{}, .body_shape_rule = checkpoint_rule,
+                    .body_cost_rule = checkpoint_cost};
+  t[static_cast<size_t>(Primitive::checkpoint_name)] =
+      PrimitiveInfo{.prim = Primitive::checkpoint_name, .name = "checkpoint_name", .num_inputs = 1,
+                    .params = ir::NoParams{}, .shape_rule = checkpoint_name_rule, .cost_rule = free_cost,
+                    .vjp_rule = checkpoint_name_vjp};
 }
 
 }  // namespace ferry::prims

@@ -29,7 +29,7 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, const std::st
     const ir::Equation& eq = p.equations[i];
     Instruction& ins = instructions_[i];
     ins.eq = &eq;
-    if (eq.prim == Primitive::scan) {
+    if (eq.prim == Primitive::scan || eq.prim == Primitive::checkpoint) {
       ins.body = std::make_shared<const Executable>(eq.subprograms.at(0), backend);
     } else {
       ins.kernel = cpu::kernel(eq.prim);
@@ -66,7 +66,14 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, BufferSource&
   for (const Instruction& ins : instructions_) {
     const ir::Equation& eq = *ins.eq;
     if (ins.body) {
-      run_scan(ins, slots, buffers);
+      if (eq.prim == Primitive::scan) {
+        run_scan(ins, slots, buffers);
+      } else {  // checkpoint: outside differentiation it is just its body
+        std::vector<Array> args;
+        for (ir::ValueId v : eq.inputs) args.push_back(slots[static_cast<size_t>(v)]);
+        std::vector<Array> outs = ins.body->run(args, buffers);
+        for (size_t i = 0; i < outs.size(); ++i) slots[static_cast<size_t>(eq.outputs[i])] = std::move(outs[i]);
+      }
       for (ir::ValueId v : ins.release_after) slots[static_cast<size_t>(v)] = Array();
       continue;
     }

@@ -42,7 +42,7 @@ class Executable {
   struct Instruction {
     const ir::Equation* eq = nullptr;
     KernelFn kernel = nullptr;                // for primitives without bodies
-    std::shared_ptr<const Executable> body;   // for scan
+    std::shared_ptr<const Executable> body;   // for scan and checkpoint
     std::vector<ir::ValueId> release_after;  // values whose last use is this instruction
   };
 

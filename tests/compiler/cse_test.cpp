@@ -65,3 +65,21 @@ TEST(Cse, MergesEqualConstantsAndReturnsTheSurvivor) {
 
 }  // namespace
 }  // namespace ferry::compiler
+
+namespace ferry::compiler {
+namespace {
+
+TEST(Cse, NeverMergesRecomputationsOrDifferentlyNamedValues) {
+  std::string text =
+      "program @main(%0: f32[3]) {\n"
+      "  %1 = sin %0 : f32[3]\n"
+      "  %2 = sin %0 : f32[3] !remat\n"
+      "  %3 = checkpoint_name %0 : f32[3] @\"a\"\n"
+      "  %4 = checkpoint_name %0 : f32[3] @\"b\"\n"
+      "  return %1, %2, %3, %4\n"
+      "}\n";
+  EXPECT_EQ(run(text, false), text);
+}
+
+}  // namespace
+}  // namespace ferry::compiler

@@ -203,6 +203,7 @@ TEST(Printer, GoldenEveryParamsStruct) {
       {ConcatenateParams{1}, "[dimension=1]"},
       {DevicePutParams{MemoryKind::unpinned_host}, "[dst=unpinned_host]"},
       {ScanParams{8, true, 1, 2}, "[length=8, reverse=true, num_carry=1, num_xs=2]"},
+      {CheckpointParams{false}, "[prevent_cse=false]"},
   };
   std::vector<bool> seen(std::variant_size_v<Params>, false);
   for (const auto& [params, text] : cases) {
@@ -236,6 +237,8 @@ TEST(Printer, RoundTripEveryParamsStruct) {
       DevicePutParams{MemoryKind::unpinned_host},
       ScanParams{0, false, 0, 0},
       ScanParams{64, true, 3, 1},
+      CheckpointParams{true},
+      CheckpointParams{false},
       // Extreme integers survive (the verifier, not the text form, judges them).
       ReduceParams{{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), -1}},
   };

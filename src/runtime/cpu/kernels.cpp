@@ -30,8 +30,10 @@ KernelFn kernel(Primitive p) {
     case dynamic_slice: return dynamic_slice_kernel;
     case dynamic_update_slice: return dynamic_update_slice_kernel;
     case concatenate: return concatenate_kernel;
-    case device_put: return device_put_kernel;
-    case scan: return nullptr;
+    case device_put: case checkpoint_name:
+      return device_put_kernel;
+    case scan: case checkpoint:
+      return nullptr;
   }
   return nullptr;
 }
