@@ -4,6 +4,7 @@
 
 #include "ferry/array.h"
 #include "ferry/autodiff.h"
+#include "ferry/checkpoint.h"
 #include "ferry/error.h"
 #include "ferry/jit.h"
 #include "ferry/primitive.h"

@@ -36,6 +36,9 @@ class Tracer : public std::enable_shared_from_this<Tracer> {
   const std::vector<Tensor>& captures() const { return captures_; }
 
   const ir::Type& type(ir::ValueId id) const { return program_->type(id); }
+  // Equations recorded so far, for transformations that annotate what they emitted.
+  size_t num_equations() const { return program_->equations.size(); }
+  ir::Equation& equation(size_t i) { return program_->equations.at(i); }
   const ir::Program& program() const { return *program_; }
   bool finished() const { return finished_; }
 

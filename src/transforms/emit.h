@@ -27,6 +27,7 @@ using TracedFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 ClosedProgram trace_closed(const std::string& name, const std::vector<ir::Type>& input_types, const TracedFn& fn);
 
 // Appends program's equations to the innermost active trace and returns the tensors of its outputs.
+// Rematerialized marks are kept; checkpoint decisions are not (they were applied already).
 // inputs must match the program's inputs (tensors of enclosing traces are captured as usual).
 std::vector<Tensor> emit(const ir::Program& program, const std::vector<Tensor>& inputs);
 

@@ -9,6 +9,40 @@
 
 namespace ferry::transforms {
 
+namespace {
+// Equations emitted on behalf of `eq` (its replay, or its VJP rule's work) inherit its checkpoint
+// decision, so a policy covers the values differentiation adds (e.g. cos(x) for sin).
+void inherit_decision(detail::Tracer& tracer, size_t first, const ir::Equation& eq) {
+  if (eq.decision.kind == ir::RematDecision::Kind::none) return;
+  for (size_t i = first; i < tracer.num_equations(); ++i)
+    if (tracer.equation(i).decision.kind == ir::RematDecision::Kind::none) tracer.equation(i).decision = eq.decision;
+}
+}  // namespace
+
+const ControlFlowVjp* control_flow_vjp(Primitive p) {
+  if (p == Primitive::scan) return &kScanVjp;
+  if (p == Primitive::checkpoint) return &kCheckpointVjp;
+  return nullptr;
+}
+
+ClosedProgram trace_joint(const std::shared_ptr<const ir::Program>& body, const std::string& name) {
+  std::vector<ir::Type> types;
+  for (ir::ValueId v : body->inputs) types.push_back(body->type(v));
+  for (ir::ValueId v : body->outputs) types.push_back(body->type(v));
+  const size_t n_in = body->inputs.size();
+  ClosedProgram joint = trace_closed(name, types, [&](const std::vector<Tensor>& jin) {
+    std::vector<Tensor> primals(jin.begin(), jin.begin() + static_cast<std::ptrdiff_t>(n_in));
+    std::vector<Tensor> cts(jin.begin() + static_cast<std::ptrdiff_t>(n_in), jin.end());
+    Linearization lin(body, primals);
+    std::vector<Tensor> out = lin.outputs();
+    std::vector<Tensor> in_cts = lin.backward(cts);
+    for (size_t j = 0; j < n_in; ++j) out.push_back(in_cts[j].defined() ? in_cts[j] : zeros_like(primals[j]));
+    return out;
+  });
+  if (!joint.captures.empty()) throw Error(ErrorCode::internal, fmt::format("{}: the joint body captured outer values", name));
+  return joint;
+}
+
 Tensor add_cotangents(const Tensor& a, const Tensor& b) {
   if (!a.defined()) return b;
   if (!b.defined()) return a;
@@ -27,10 +61,14 @@ Linearization::Linearization(std::shared_ptr<const ir::Program> program, std::ve
     std::vector<Tensor> in;
     for (ir::ValueId v : eq.inputs) in.push_back(env_[static_cast<size_t>(v)]);
     std::vector<Tensor> out;
-    if (const ControlFlowVjp* cf = control_flow_vjp(eq.prim))
+    size_t first = tracer.num_equations();
+    if (const ControlFlowVjp* cf = control_flow_vjp(eq.prim)) {
       out = cf->forward(eq, in, residuals_[e]);
-    else
+    } else {
       out = tracer.bind(eq.prim, eq.params, in, eq.name, eq.subprograms);
+      tracer.equation(tracer.num_equations() - 1).rematerialized = eq.rematerialized;
+    }
+    inherit_decision(tracer, first, eq);
     for (size_t i = 0; i < out.size(); ++i) env_[static_cast<size_t>(eq.outputs[i])] = out[i];
   }
   for (ir::ValueId v : p.outputs) outputs_.push_back(env_[static_cast<size_t>(v)]);
@@ -61,6 +99,8 @@ std::vector<Tensor> Linearization::backward(const std::vector<Tensor>& output_co
     }
     if (!any) continue;
     std::vector<Tensor> cts_in;
+    detail::Tracer& tracer = detail::current_tracer(p.name);
+    size_t first = tracer.num_equations();
     if (const ControlFlowVjp* cf = control_flow_vjp(eq.prim)) {
       cts_in = cf->backward(eq, residuals_[e], cts_out);
     } else {
@@ -72,6 +112,7 @@ std::vector<Tensor> Linearization::backward(const std::vector<Tensor>& output_co
       for (ir::ValueId v : eq.outputs) out.push_back(env_[static_cast<size_t>(v)]);
       cts_in = info.vjp_rule(eq, in, out, cts_out);
     }
+    inherit_decision(tracer, first, eq);
     if (cts_in.size() != eq.inputs.size())
       throw Error(ErrorCode::internal, fmt::format("the VJP of {} gave {} cotangents for {} inputs",
                                                    primitive_name(eq.prim), cts_in.size(), eq.inputs.size()));

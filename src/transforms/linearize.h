@@ -13,6 +13,7 @@
 
 #include "ferry/tensor.h"
 #include "ir/program.h"
+#include "transforms/emit.h"
 
 namespace ferry::transforms {
 
@@ -46,6 +47,14 @@ struct ControlFlowVjp {
 
 // nullptr for primitives that use their registry VJP rule.
 const ControlFlowVjp* control_flow_vjp(Primitive p);
+extern const ControlFlowVjp kScanVjp;        // scan_vjp.cpp
+extern const ControlFlowVjp kCheckpointVjp;  // checkpoint_vjp.cpp
+
+// The joint program of `body`: J(inputs..., cotangents of outputs...) = (outputs..., cotangents of
+// inputs...), traced as a child of the current trace by linearizing body (zeros where no cotangent
+// flows). Checkpoint decisions on body equations carry over to the equations that replay them and
+// to those their VJP rules emit.
+ClosedProgram trace_joint(const std::shared_ptr<const ir::Program>& body, const std::string& name);
 
 // a + b where either may be undefined (zero).
 Tensor add_cotangents(const Tensor& a, const Tensor& b);

@@ -1,0 +1,111 @@
+// checkpoint's front end: trace the function once, record the policy's decision on every equation
+// of its body (scan bodies included, nested checkpoints keeping their own), bind one checkpoint
+// equation. Also the Equation view policies see, and checkpoint_name.
+#include <fmt/format.h>
+
+#include "ferry/checkpoint.h"
+#include "ferry/error.h"
+#include "ir/params_text.h"
+#include "trace/tracer.h"
+#include "transforms/emit.h"
+
+namespace ferry {
+namespace {
+
+const ir::Equation& eq_of(const void* p) { return *static_cast<const ir::Equation*>(p); }
+const ir::Program& program_of(const void* p) { return *static_cast<const ir::Program*>(p); }
+
+std::vector<ShapeDtype> specs(const ir::Program& p, const std::vector<ir::ValueId>& ids) {
+  std::vector<ShapeDtype> out;
+  for (ir::ValueId v : ids) out.push_back({p.type(v).shape, p.type(v).dtype, p.type(v).kind});
+  return out;
+}
+
+ir::RematDecision to_ir(const Decision& d) {
+  ir::RematDecision r;
+  if (std::holds_alternative<Saveable>(d)) r.kind = ir::RematDecision::Kind::save;
+  else if (std::holds_alternative<Recompute>(d)) r.kind = ir::RematDecision::Kind::recompute;
+  else {
+    const auto& o = std::get<Offloadable>(d);
+    r.kind = ir::RematDecision::Kind::offload;
+    r.src = o.src;
+    r.dst = o.dst;
+  }
+  return r;
+}
+
+// A copy of `program` with the policy's decision on every equation; scan bodies are annotated too,
+// nested checkpoint bodies keep the decisions of their own policy.
+std::shared_ptr<const ir::Program> annotate(const ir::Program& program, const Policy& policy) {
+  auto out = std::make_shared<ir::Program>(program);
+  for (ir::Equation& eq : out->equations) {
+    eq.decision = to_ir(policy(Equation(&eq, out.get())));
+    if (eq.prim == Primitive::scan)
+      for (auto& body : eq.subprograms) body = annotate(*body, policy);
+  }
+  return out;
+}
+
+}  // namespace
+
+Primitive Equation::primitive() const { return eq_of(eq_).prim; }
+
+DotDims Equation::dot_dims() const {
+  const auto* p = std::get_if<ir::DotGeneralParams>(&eq_of(eq_).params);
+  if (p == nullptr)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("dot_dims: the equation is {}, not dot_general", primitive_name(primitive())));
+  return {p->dims.lhs_contracting, p->dims.rhs_contracting, p->dims.lhs_batch, p->dims.rhs_batch};
+}
+
+std::vector<ShapeDtype> Equation::input_types() const { return specs(program_of(program_), eq_of(eq_).inputs); }
+std::vector<ShapeDtype> Equation::output_types() const { return specs(program_of(program_), eq_of(eq_).outputs); }
+
+const std::string& Equation::name() const {
+  static const std::string none;
+  return eq_of(eq_).prim == Primitive::checkpoint_name ? eq_of(eq_).name : none;
+}
+
+std::string Equation::params_text() const { return ir::params_to_string(eq_of(eq_).params); }
+
+Tensor checkpoint_name(const Tensor& x, const std::string& name) {
+  if (name.empty()) throw Error(ErrorCode::invalid_argument, "checkpoint_name: the name is empty");
+  if (!x.defined()) throw Error(ErrorCode::invalid_argument, "checkpoint_name: the value is an undefined Tensor");
+  return detail::current_tracer("checkpoint_name").bind1(Primitive::checkpoint_name, ir::NoParams{}, {x}, name);
+}
+
+namespace detail {
+
+std::vector<Tensor> checkpoint_impl(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
+                                    const std::vector<Tensor>& args, const Policy& policy, bool prevent_cse) {
+  std::vector<ir::Type> types;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].defined())
+      throw Error(ErrorCode::invalid_argument, fmt::format("checkpoint: argument {} is an undefined Tensor", i));
+    types.push_back(transforms::type_of(args[i]));
+  }
+  // Undefined results ("none") stay outside the equation and come back undefined.
+  std::vector<char> defined;
+  transforms::ClosedProgram closed = transforms::trace_closed("checkpoint_body", types, [&](const std::vector<Tensor>& in) {
+    std::vector<Tensor> out, kept;
+    out = fn(in);
+    for (const Tensor& t : out) {
+      defined.push_back(t.defined());
+      if (t.defined()) kept.push_back(t);
+    }
+    return kept;
+  });
+  std::vector<Tensor> inputs = args;
+  inputs.insert(inputs.end(), closed.captures.begin(), closed.captures.end());
+  if (inputs.empty()) throw Error(ErrorCode::invalid_argument, "checkpoint: the function has no inputs to save");
+  std::vector<Tensor> outs = current_tracer("checkpoint")
+                                 .bind(Primitive::checkpoint, ir::CheckpointParams{prevent_cse}, inputs, policy.name(),
+                                       {annotate(*closed.program, policy)});
+  std::vector<Tensor> result;
+  size_t next = 0;
+  for (char d : defined) result.push_back(d ? outs[next++] : Tensor());
+  return result;
+}
+
+}  // namespace detail
+}  // namespace ferry

@@ -1,0 +1,172 @@
+#include "transforms/partition.h"
+
+#include <fmt/format.h>
+
+#include "compiler/dce.h"
+#include "ferry/error.h"
+
+namespace ferry::transforms {
+
+using ir::RematDecision;
+using ir::ValueId;
+
+ProgramCopier::ProgramCopier(const ir::Program& src, std::string name) : src_(src), map_(src.values.size(), -1) {
+  out_ = std::make_shared<ir::Program>();
+  out_->name = std::move(name);
+}
+
+ValueId ProgramCopier::add_input(ValueId src_value) { return add_input_of_type(src_.type(src_value), src_value); }
+
+ValueId ProgramCopier::add_input_of_type(const ir::Type& t, ValueId src_value) {
+  ValueId v = out_->add_value(t);
+  out_->inputs.push_back(v);
+  if (src_value >= 0) map_[static_cast<size_t>(src_value)] = v;
+  return v;
+}
+
+ValueId ProgramCopier::map(ValueId src_value) const {
+  ValueId v = map_[static_cast<size_t>(src_value)];
+  if (v < 0) throw Error(ErrorCode::internal, fmt::format("partition: value %{} is not available in {}", src_value, out_->name));
+  return v;
+}
+
+void ProgramCopier::bind(ValueId src_value, ValueId new_value) { map_[static_cast<size_t>(src_value)] = new_value; }
+
+ir::Equation& ProgramCopier::copy(const ir::Equation& eq) {
+  ir::Equation e = eq;
+  for (ValueId& v : e.inputs) v = map(v);
+  for (ValueId& v : e.outputs) {
+    ValueId nv = out_->add_value(src_.type(v));
+    map_[static_cast<size_t>(v)] = nv;
+    v = nv;
+  }
+  out_->equations.push_back(std::move(e));
+  return out_->equations.back();
+}
+
+ValueId ProgramCopier::append(Primitive prim, ir::Params params, std::vector<ValueId> inputs, const ir::Type& out) {
+  ir::Equation e;
+  e.prim = prim;
+  e.params = std::move(params);
+  e.inputs = std::move(inputs);
+  e.outputs = {out_->add_value(out)};
+  out_->equations.push_back(e);
+  return e.outputs[0];
+}
+
+std::shared_ptr<ir::Program> ProgramCopier::finish() {
+  compiler::eliminate_dead_code(*out_);
+  return out_;
+}
+
+Partition partition(const PartitionSpec& spec) {
+  const ir::Program& J = *spec.joint;
+  const size_t nv = J.values.size(), ne = J.equations.size();
+
+  // Tangent: depends on a cotangent input. Invariant: depends only on invariant inputs (or nothing).
+  std::vector<char> tangent(nv, 0), invariant(nv, 0), is_input(nv, 0);
+  for (size_t i = 0; i < J.inputs.size(); ++i) {
+    size_t v = static_cast<size_t>(J.inputs[i]);
+    is_input[v] = 1;
+    if (i >= spec.num_primal_inputs) tangent[v] = 1;
+    else if (i < spec.invariant_inputs.size() && spec.invariant_inputs[i]) invariant[v] = 1;
+  }
+  std::vector<char> backward(ne, 0), eq_invariant(ne, 0);
+  for (size_t e = 0; e < ne; ++e) {
+    const ir::Equation& eq = J.equations[e];
+    bool t = false, inv = true;
+    for (ValueId v : eq.inputs) {
+      t = t || tangent[static_cast<size_t>(v)];
+      inv = inv && invariant[static_cast<size_t>(v)];
+    }
+    backward[e] = t || eq.rematerialized;
+    eq_invariant[e] = !backward[e] && inv;
+    for (ValueId v : eq.outputs) {
+      tangent[static_cast<size_t>(v)] = t;
+      invariant[static_cast<size_t>(v)] = eq_invariant[e];
+    }
+  }
+
+  // What the backward part reads, then what each forward equation's decision makes of it.
+  std::vector<char> needed(nv, 0), recompute(ne, 0);
+  for (size_t e = 0; e < ne; ++e)
+    if (backward[e])
+      for (ValueId v : J.equations[e].inputs) needed[static_cast<size_t>(v)] = 1;
+  for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i) needed[static_cast<size_t>(J.outputs[i])] = 1;
+  std::vector<PartitionResidual> computed;  // residuals produced by forward equations, in reverse order
+  for (size_t e = ne; e-- > 0;) {
+    if (backward[e]) continue;
+    const ir::Equation& eq = J.equations[e];
+    bool used = false;
+    for (ValueId v : eq.outputs) used = used || needed[static_cast<size_t>(v)];
+    if (!used) continue;
+    RematDecision::Kind kind = eq.decision.kind == RematDecision::Kind::none ? spec.default_kind : eq.decision.kind;
+    if (eq_invariant[e] || kind == RematDecision::Kind::recompute) {
+      recompute[e] = 1;
+      for (ValueId v : eq.inputs) needed[static_cast<size_t>(v)] = 1;
+      continue;
+    }
+    for (auto it = eq.outputs.rbegin(); it != eq.outputs.rend(); ++it) {
+      if (!needed[static_cast<size_t>(*it)]) continue;
+      PartitionResidual r;
+      r.value = *it;
+      r.offloaded = kind == RematDecision::Kind::offload && eq.decision.dst != J.type(*it).kind;
+      r.dst = eq.decision.dst;
+      computed.push_back(r);
+    }
+  }
+  Partition result;
+  for (size_t i = 0; i < spec.num_primal_inputs; ++i)
+    if (needed[static_cast<size_t>(J.inputs[i])]) result.residuals.push_back({J.inputs[i], static_cast<int>(i), false, {}});
+  result.residuals.insert(result.residuals.end(), computed.rbegin(), computed.rend());
+
+  // The forward program: every forward equation (DCE keeps what the outputs need), then the
+  // offloading copies.
+  ProgramCopier fwd(J, "forward");
+  for (size_t i = 0; i < spec.num_primal_inputs; ++i) fwd.add_input(J.inputs[i]);
+  for (size_t e = 0; e < ne; ++e)
+    if (!backward[e]) fwd.copy(J.equations[e]).decision = {};
+  for (size_t i = 0; i < spec.num_primal_outputs; ++i) fwd.program().outputs.push_back(fwd.map(J.outputs[i]));
+  for (const PartitionResidual& r : result.residuals) {
+    if (r.input_index >= 0) continue;
+    ValueId v = fwd.map(r.value);
+    if (r.offloaded) {
+      ir::Type t = J.type(r.value);
+      t.kind = r.dst;
+      v = fwd.append(Primitive::device_put, ir::DevicePutParams{r.dst}, {v}, t);
+    }
+    fwd.program().outputs.push_back(v);
+  }
+  result.forward = fwd.finish();
+
+  // The backward program: residual inputs (fetching offloaded ones back first), cotangent inputs,
+  // recomputed and backward equations in their original order.
+  ProgramCopier bwd(J, "backward");
+  std::vector<std::pair<ValueId, ValueId>> fetches;  // (joint value, its offloaded input)
+  for (const PartitionResidual& r : result.residuals) {
+    if (!r.offloaded) {
+      bwd.add_input(r.value);
+      continue;
+    }
+    ir::Type t = J.type(r.value);
+    t.kind = r.dst;
+    fetches.emplace_back(r.value, bwd.add_input_of_type(t));
+  }
+  for (size_t i = spec.num_primal_inputs; i < J.inputs.size(); ++i) bwd.add_input(J.inputs[i]);
+  for (auto [value, host] : fetches) {
+    ValueId back = bwd.append(Primitive::device_put, ir::DevicePutParams{J.type(value).kind}, {host}, J.type(value));
+    bwd.program().equations.back().rematerialized = true;  // the fetch belongs to the backward pass
+    bwd.bind(value, back);
+  }
+  for (size_t e = 0; e < ne; ++e) {
+    if (!backward[e] && !recompute[e]) continue;
+    ir::Equation& copy = bwd.copy(J.equations[e]);
+    copy.decision = {};
+    if (recompute[e]) copy.rematerialized = spec.prevent_cse;
+  }
+  for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i) bwd.program().outputs.push_back(bwd.map(J.outputs[i]));
+  result.backward = bwd.finish();
+  return result;
+}
+
+}  // namespace ferry::transforms
