@@ -39,6 +39,32 @@ struct CompileOptions {
   double compute_flops_per_s = 1e11;         // for the cost model
 };
 
+// What the compiled plan needs, per memory kind, before anything runs (JAX's field names). Device
+// fields have no prefix; host fields (pinned_host and unpinned_host together) are prefixed host_.
+// Temporaries and outputs share one arena per kind; temp_size is that arena minus the outputs.
+struct MemoryStats {
+  int64_t argument_size_in_bytes = 0;
+  int64_t output_size_in_bytes = 0;
+  int64_t alias_size_in_bytes = 0;  // outputs that reuse argument buffers: ferry never aliases
+  int64_t temp_size_in_bytes = 0;
+  int64_t host_argument_size_in_bytes = 0;
+  int64_t host_output_size_in_bytes = 0;
+  int64_t host_alias_size_in_bytes = 0;
+  int64_t host_temp_size_in_bytes = 0;
+  // Arguments plus the device arena: the most device memory the program holds at once.
+  int64_t peak_memory_in_bytes = 0;
+  int64_t host_peak_memory_in_bytes = 0;
+};
+
+// What the last run measured.
+struct ExecutionStats {
+  int64_t device_high_water_bytes = 0;  // arguments + the highest arena byte in use
+  int64_t host_high_water_bytes = 0;
+  int64_t bytes_to_host = 0;    // copied device -> host kinds
+  int64_t bytes_to_device = 0;  // copied host kinds -> device
+  double wall_seconds = 0;
+};
+
 namespace detail {
 struct LoweredImpl;
 struct CompiledImpl;
@@ -57,6 +83,12 @@ class Compiled {
   std::vector<Array> run(const std::vector<Array>& flat_args) const;
   // The program that runs, after the compiler's passes.
   std::string as_text() const;
+  // The plan's memory needs, known before anything runs.
+  MemoryStats memory_analysis() const;
+  // memory_analysis() in words, with the largest buffers live at the device peak.
+  std::string memory_report() const;
+  // What the most recent run measured (zeros before the first run).
+  ExecutionStats execution_stats() const;
   // The types run() takes and returns, flattened.
   std::vector<ShapeDtype> input_specs() const;
   std::vector<ShapeDtype> output_specs() const;

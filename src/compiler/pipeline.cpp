@@ -4,6 +4,8 @@
 
 #include "compiler/cse.h"
 #include "compiler/dce.h"
+#include "compiler/materialize_outputs.h"
+#include "compiler/schedule.h"
 #include "ferry/error.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -11,12 +13,15 @@
 namespace ferry::compiler {
 
 std::vector<Pass> passes_for(const CompileOptions& options) {
-  // Clean-ups first: differentiation leaves duplicated and unused work behind. Memory planning adds
-  // scheduling and buffer assignment after these, offloading adds copy lowering.
+  // Clean-ups first: differentiation leaves duplicated and unused work behind. Then every output
+  // gets its own buffer, and the scheduler fixes the order that buffer assignment (plan_memory,
+  // an analysis run by compile) plans.
   (void)options;
   return {
       {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_code},
+      {"materialize_outputs", materialize_outputs},
+      {"schedule", schedule_for_memory},
   };
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/executable.h"
 
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -10,47 +11,150 @@
 
 namespace ferry::runtime {
 
-Array HeapBufferSource::allocate(const ir::Type& type) {
-  return Array::allocate(type.dtype, type.shape, type.kind);
-}
+using compiler::Slot;
 
-Executable::Executable(std::shared_ptr<const ir::Program> program, const std::string& backend)
-    : program_(std::move(program)) {
+Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_ptr<const compiler::MemoryPlan> plan,
+                       const std::string& backend)
+    : program_(std::move(program)), plan_(std::move(plan)) {
   if (backend != "cpu")
     throw Error(ErrorCode::unimplemented, fmt::format("backend \"{}\" is not available; this build has \"cpu\"", backend));
   const ir::Program& p = *program_;
-  // Last use of each value; program outputs live to the end.
-  std::vector<int> last_use(p.values.size(), -1);
-  for (size_t i = 0; i < p.equations.size(); ++i)
-    for (ir::ValueId v : p.equations[i].inputs) last_use[static_cast<size_t>(v)] = static_cast<int>(i);
-  for (ir::ValueId v : p.outputs) last_use[static_cast<size_t>(v)] = static_cast<int>(p.equations.size());
-  instructions_.resize(p.equations.size());
-  for (size_t i = 0; i < p.equations.size(); ++i) {
-    const ir::Equation& eq = p.equations[i];
-    Instruction& ins = instructions_[i];
-    ins.eq = &eq;
-    if (eq.prim == Primitive::scan || eq.prim == Primitive::checkpoint) {
-      ins.body = std::make_shared<const Executable>(eq.subprograms.at(0), backend);
-    } else {
-      ins.kernel = cpu::kernel(eq.prim);
-      if (ins.kernel == nullptr || !eq.subprograms.empty())
-        throw Error(ErrorCode::unimplemented, fmt::format("the cpu backend has no kernel for {}", primitive_name(eq.prim)));
+  kernels_.resize(p.equations.size());
+  bodies_.resize(p.equations.size());
+  for (size_t e = 0; e < p.equations.size(); ++e) {
+    const ir::Equation& eq = p.equations[e];
+    if (plan_->bodies[e]) {
+      bodies_[e] = std::make_shared<const Executable>(eq.subprograms.at(0), plan_->bodies[e]->plan, backend);
+      continue;
     }
-    // Outputs nobody reads die right after they are made.
-    for (ir::ValueId v : eq.outputs)
-      if (last_use[static_cast<size_t>(v)] < 0) ins.release_after.push_back(v);
+    kernels_[e] = cpu::kernel(eq.prim);
+    if (kernels_[e] == nullptr || !eq.subprograms.empty())
+      throw Error(ErrorCode::unimplemented, fmt::format("the cpu backend has no kernel for {}", primitive_name(eq.prim)));
   }
-  for (size_t v = 0; v < last_use.size(); ++v)
-    if (last_use[v] >= 0 && last_use[v] < static_cast<int>(p.equations.size()))
-      instructions_[static_cast<size_t>(last_use[v])].release_after.push_back(static_cast<ir::ValueId>(v));
 }
 
-std::vector<Array> Executable::run(const std::vector<Array>& args, BufferSource& buffers) const {
+void* Executable::address(const Frame& f, ir::ValueId v) const {
+  const Slot& s = plan_->slots[static_cast<size_t>(v)];
+  switch (s.where) {
+    case Slot::Where::arena: {
+      const compiler::Buffer& b = plan_->buffers[static_cast<size_t>(s.buffer)];
+      return f.arenas->base(b.kind) + f.origin[compiler::kind_index(b.kind)] + b.offset;
+    }
+    case Slot::Where::argument:
+    case Slot::Where::external_input:
+      return const_cast<void*>(f.inputs[static_cast<size_t>(s.index)]);
+    case Slot::Where::external_output:
+      return f.outputs[static_cast<size_t>(s.index)];
+  }
+  return nullptr;
+}
+
+Executable::Frame Executable::body_frame(size_t e, const Frame& f) const {
+  Frame body;
+  body.arenas = f.arenas;
+  body.stats = f.stats;
+  const compiler::BodyPlan& bp = *plan_->bodies[e];
+  for (size_t k = 0; k < kNumKinds; ++k) {
+    int r = bp.region[k];
+    body.origin[k] = f.origin[k] + (r >= 0 ? plan_->buffers[static_cast<size_t>(r)].offset : 0);
+  }
+  return body;
+}
+
+void Executable::run_call(size_t e, const Frame& f) const {
+  const ir::Equation& eq = program_->equations[e];
+  Frame body = body_frame(e, f);
+  for (ir::ValueId v : eq.inputs) body.inputs.push_back(address(f, v));
+  for (ir::ValueId v : eq.outputs) body.outputs.push_back(address(f, v));
+  bodies_[e]->execute(body);
+}
+
+void Executable::run_scan(size_t e, const Frame& f) const {
+  const ir::Equation& eq = program_->equations[e];
+  const ir::Program& body = bodies_[e]->program();
+  const auto& p = std::get<ir::ScanParams>(eq.params);
+  const size_t nc = static_cast<size_t>(p.num_carry), nx = static_cast<size_t>(p.num_xs);
+  const compiler::BodyPlan& bp = *plan_->bodies[e];
+  Frame step = body_frame(e, f);
+  std::vector<const void*> carry(nc);
+  std::vector<void*> out_carry(nc), scratch(nc);
+  for (size_t j = 0; j < nc; ++j) {
+    carry[j] = address(f, eq.inputs[j]);
+    out_carry[j] = address(f, eq.outputs[j]);
+    const compiler::Buffer& b = plan_->buffers[static_cast<size_t>(bp.carry_scratch[j])];
+    scratch[j] = f.arenas->base(b.kind) + f.origin[compiler::kind_index(b.kind)] + b.offset;
+  }
+  step.inputs.resize(eq.inputs.size());
+  step.outputs.resize(body.outputs.size());
+  for (size_t j = nc + nx; j < eq.inputs.size(); ++j) step.inputs[j] = address(f, eq.inputs[j]);
+  for (int64_t s = 0; s < p.length; ++s) {
+    const int64_t i = p.reverse ? p.length - 1 - s : s;
+    // Carries alternate between the scratch buffer and the output so the last step lands in the output.
+    const bool to_output = (p.length - 1 - s) % 2 == 0;
+    for (size_t j = 0; j < nc; ++j) {
+      step.inputs[j] = carry[j];
+      step.outputs[j] = to_output ? out_carry[j] : scratch[j];
+    }
+    for (size_t j = 0; j < nx; ++j) {
+      int64_t bytes = body.type(body.inputs[nc + j]).size_bytes();
+      step.inputs[nc + j] = static_cast<const char*>(address(f, eq.inputs[nc + j])) + i * bytes;
+    }
+    for (size_t j = nc; j < body.outputs.size(); ++j) {
+      int64_t bytes = body.type(body.outputs[j]).size_bytes();
+      step.outputs[j] = static_cast<char*>(address(f, eq.outputs[j])) + i * bytes;
+    }
+    bodies_[e]->execute(step);
+    for (size_t j = 0; j < nc; ++j) carry[j] = step.outputs[j];
+  }
+  if (p.length == 0)
+    for (size_t j = 0; j < nc; ++j) {
+      size_t bytes = static_cast<size_t>(program_->type(eq.outputs[j]).size_bytes());
+      if (bytes) std::memcpy(out_carry[j], carry[j], bytes);
+    }
+}
+
+void Executable::execute(const Frame& f) const {
+  const ir::Program& p = *program_;
+  const compiler::MemoryPlan& plan = *plan_;
+  auto take = [&](int b, bool acquire) {
+    const compiler::Buffer& buf = plan.buffers[static_cast<size_t>(b)];
+    if (buf.body_of >= 0) return;  // a body region: the body takes its own buffers inside it
+    int64_t offset = f.origin[compiler::kind_index(buf.kind)] + buf.offset;
+    if (acquire) f.arenas->acquire(buf.kind, offset, buf.size);
+    else f.arenas->release(buf.kind, offset, buf.size);
+  };
+  std::vector<ConstView> in;
+  std::vector<MutView> out;
+  for (size_t e = 0; e < p.equations.size(); ++e) {
+    const ir::Equation& eq = p.equations[e];
+    for (int b : plan.acquire_before[e]) take(b, true);
+    if (bodies_[e]) {
+      if (eq.prim == Primitive::scan) run_scan(e, f);
+      else run_call(e, f);
+    } else {
+      in.clear();
+      out.clear();
+      for (ir::ValueId v : eq.inputs) in.push_back({address(f, v), &p.type(v)});
+      for (ir::ValueId v : eq.outputs) out.push_back({address(f, v), &p.type(v)});
+      kernels_[e](eq, in, out);
+      if (eq.prim == Primitive::device_put) {
+        MemoryKind from = p.type(eq.inputs[0]).kind, to = p.type(eq.outputs[0]).kind;
+        int64_t bytes = p.type(eq.outputs[0]).size_bytes();
+        if (from == MemoryKind::device && to != MemoryKind::device) f.stats->bytes_to_host += bytes;
+        if (from != MemoryKind::device && to == MemoryKind::device) f.stats->bytes_to_device += bytes;
+      }
+    }
+    for (int b : plan.release_after[e]) take(b, false);
+  }
+}
+
+std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStats& stats) const {
   const ir::Program& p = *program_;
   if (args.size() != p.inputs.size())
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("{} takes {} argument(s), got {}", p.name, p.inputs.size(), args.size()));
-  std::vector<Array> slots(p.values.size());
+  Frame f;
+  int64_t device_args = 0, host_args = 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const ir::Type& want = p.type(p.inputs[i]);
     const Array& a = args[i];
@@ -59,97 +163,30 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, BufferSource&
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("argument {} of {} must be {}, got {}", i, p.name, ir::to_string(want), got));
     }
-    slots[static_cast<size_t>(p.inputs[i])] = a;
+    f.inputs.push_back(a.data());
+    (want.kind == MemoryKind::device ? device_args : host_args) += want.size_bytes();
   }
-  std::vector<ConstView> in;
-  std::vector<MutView> out;
-  for (const Instruction& ins : instructions_) {
-    const ir::Equation& eq = *ins.eq;
-    if (ins.body) {
-      if (eq.prim == Primitive::scan) {
-        run_scan(ins, slots, buffers);
-      } else {  // checkpoint: outside differentiation it is just its body
-        std::vector<Array> args;
-        for (ir::ValueId v : eq.inputs) args.push_back(slots[static_cast<size_t>(v)]);
-        std::vector<Array> outs = ins.body->run(args, buffers);
-        for (size_t i = 0; i < outs.size(); ++i) slots[static_cast<size_t>(eq.outputs[i])] = std::move(outs[i]);
-      }
-      for (ir::ValueId v : ins.release_after) slots[static_cast<size_t>(v)] = Array();
-      continue;
-    }
-    in.clear();
-    out.clear();
-    for (ir::ValueId v : eq.inputs) in.push_back({slots[static_cast<size_t>(v)].data(), &p.type(v)});
-    for (ir::ValueId v : eq.outputs) {
-      Array& a = slots[static_cast<size_t>(v)];
-      a = buffers.allocate(p.type(v));
-      out.push_back({a.mutable_data(), &p.type(v)});
-    }
-    ins.kernel(eq, in, out);
-    for (ir::ValueId v : ins.release_after) slots[static_cast<size_t>(v)] = Array();
-  }
+  auto start = std::chrono::steady_clock::now();
+  auto arenas = std::make_shared<Arenas>(plan_->arena_size);
+  stats = ExecutionStats{};
+  f.arenas = arenas.get();
+  f.stats = &stats;
+  execute(f);
+  stats.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats.device_high_water_bytes = device_args + arenas->high_water(MemoryKind::device);
+  stats.host_high_water_bytes =
+      host_args + arenas->high_water(MemoryKind::pinned_host) + arenas->high_water(MemoryKind::unpinned_host);
   std::vector<Array> results;
-  std::vector<bool> is_input(p.values.size(), false);
-  for (ir::ValueId v : p.inputs) is_input[static_cast<size_t>(v)] = true;
   for (ir::ValueId v : p.outputs) {
-    const Array& a = slots[static_cast<size_t>(v)];
-    if (is_input[static_cast<size_t>(v)]) {
-      Array copy = buffers.allocate(p.type(v));
-      std::memcpy(copy.mutable_data(), a.data(), a.nbytes());
-      results.push_back(std::move(copy));
-    } else {
-      results.push_back(a);
-    }
+    const ir::Type& t = p.type(v);
+    auto s = std::make_shared<detail::Storage>();
+    s->data = address(f, v);
+    s->bytes = static_cast<size_t>(t.size_bytes());
+    s->kind = t.kind;
+    s->release = [keep = arenas](void*) {};
+    results.emplace_back(std::move(s), t.dtype, t.shape, t.kind);
   }
   return results;
-}
-
-namespace {
-// An Array over bytes another Array owns (kept alive by `owner`).
-Array view(const Array& owner, size_t offset, const ir::Type& type) {
-  auto s = std::make_shared<detail::Storage>();
-  s->data = static_cast<char*>(const_cast<void*>(owner.data())) + offset;
-  s->bytes = static_cast<size_t>(type.size_bytes());
-  s->kind = type.kind;
-  s->release = [keep = owner](void*) {};
-  return Array(std::move(s), type.dtype, type.shape, type.kind);
-}
-}  // namespace
-
-void Executable::run_scan(const Instruction& ins, std::vector<Array>& slots, BufferSource& buffers) const {
-  const ir::Equation& eq = *ins.eq;
-  const ir::Program& body = ins.body->program();
-  const auto& p = std::get<ir::ScanParams>(eq.params);
-  const size_t nc = static_cast<size_t>(p.num_carry), nx = static_cast<size_t>(p.num_xs);
-  std::vector<Array> args(eq.inputs.size());
-  for (size_t i = 0; i < eq.inputs.size(); ++i) args[i] = slots[static_cast<size_t>(eq.inputs[i])];
-  std::vector<Array> ys;
-  for (size_t j = nc; j < eq.outputs.size(); ++j) ys.push_back(buffers.allocate(program_->type(eq.outputs[j])));
-  std::vector<Array> xs(args.begin() + static_cast<std::ptrdiff_t>(nc), args.begin() + static_cast<std::ptrdiff_t>(nc + nx));
-  for (int64_t step = 0; step < p.length; ++step) {
-    int64_t i = p.reverse ? p.length - 1 - step : step;
-    for (size_t j = 0; j < nx; ++j) {
-      const ir::Type& t = body.type(body.inputs[nc + j]);
-      args[nc + j] = view(xs[j], static_cast<size_t>(i * t.size_bytes()), t);
-    }
-    std::vector<Array> out = ins.body->run(args, buffers);
-    for (size_t j = 0; j < nc; ++j) args[j] = std::move(out[j]);
-    for (size_t j = 0; j < ys.size(); ++j) {
-      size_t bytes = out[nc + j].nbytes();
-      if (bytes) std::memcpy(static_cast<char*>(ys[j].mutable_data()) + static_cast<size_t>(i) * bytes, out[nc + j].data(), bytes);
-    }
-  }
-  for (size_t j = 0; j < nc; ++j) {
-    // A zero-length scan returns its initial carry: copy it so outputs never alias inputs.
-    Array a = args[j];
-    if (p.length == 0) {
-      Array copy = buffers.allocate(program_->type(eq.outputs[j]));
-      if (a.nbytes()) std::memcpy(copy.mutable_data(), a.data(), a.nbytes());
-      a = copy;
-    }
-    slots[static_cast<size_t>(eq.outputs[j])] = a;
-  }
-  for (size_t j = 0; j < ys.size(); ++j) slots[static_cast<size_t>(eq.outputs[nc + j])] = ys[j];
 }
 
 }  // namespace ferry::runtime

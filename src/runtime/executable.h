@@ -1,56 +1,59 @@
-// Executable: a compiled program ready to run on a backend. It binds each equation to its kernel
-// once, and knows after which instruction each value is dead so its buffer can be released.
-// Buffers come from a BufferSource, the seam where the memory planner will hand out arena slices.
+// Executable: a scheduled, planned program ready to run on a backend. Every value lives where the
+// memory plan put it: in one arena per memory kind (allocated once per run, exactly the planned
+// size), in the caller's arguments, or (in bodies) in buffers the enclosing equation provides.
+// Running never allocates device memory outside the arena, and the arena tracker checks the plan
+// as it goes (no overlap, no byte outside) and measures the high-water mark.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "compiler/memory_plan.h"
 #include "ferry/array.h"
+#include "ferry/jit.h"
 #include "ir/program.h"
+#include "runtime/arena.h"
 #include "runtime/kernel.h"
 
 namespace ferry::runtime {
 
-// Where the runtime gets the buffer for a value it is about to compute.
-class BufferSource {
- public:
-  virtual ~BufferSource() = default;
-  virtual Array allocate(const ir::Type& type) = 0;
-};
-
-// Plain heap buffers, one allocation per value.
-class HeapBufferSource final : public BufferSource {
- public:
-  Array allocate(const ir::Type& type) override;
-};
-
 class Executable {
  public:
-  // Binds every equation to a kernel of `backend`. UNIMPLEMENTED for an unknown backend or a
-  // primitive the backend has no kernel for.
-  Executable(std::shared_ptr<const ir::Program> program, const std::string& backend);
+  // Binds every equation to a kernel of `backend` (UNIMPLEMENTED for an unknown backend or a missing
+  // kernel) and runs bodies as nested executables with their own plans.
+  Executable(std::shared_ptr<const ir::Program> program, std::shared_ptr<const compiler::MemoryPlan> plan,
+             const std::string& backend);
 
   // Checks the arguments against the program's inputs (count, dtype, shape, memory kind:
-  // INVALID_ARGUMENT naming the argument) and runs. Outputs never alias the arguments.
-  std::vector<Array> run(const std::vector<Array>& args, BufferSource& buffers) const;
+  // INVALID_ARGUMENT naming the argument), runs, and returns the outputs (views of the arena, which
+  // lives as long as any of them). Fills `stats` with what it measured.
+  std::vector<Array> run(const std::vector<Array>& args, ExecutionStats& stats) const;
 
   const ir::Program& program() const { return *program_; }
+  const compiler::MemoryPlan& plan() const { return *plan_; }
 
  private:
-  struct Instruction {
-    const ir::Equation* eq = nullptr;
-    KernelFn kernel = nullptr;                // for primitives without bodies
-    std::shared_ptr<const Executable> body;   // for scan and checkpoint
-    std::vector<ir::ValueId> release_after;  // values whose last use is this instruction
+  // Where a run of this program finds its memory.
+  struct Frame {
+    Arenas* arenas = nullptr;
+    std::array<int64_t, kNumKinds> origin{};  // offset of this program's arena region per kind
+    std::vector<const void*> inputs;          // arguments or external inputs
+    std::vector<void*> outputs;               // external outputs (bodies)
+    ExecutionStats* stats = nullptr;
   };
 
-  // Runs a scan: the body once per step, on views of the xs slices, writing each y slice in place.
-  void run_scan(const Instruction& ins, std::vector<Array>& slots, BufferSource& buffers) const;
+  void execute(const Frame& frame) const;
+  void* address(const Frame& frame, ir::ValueId v) const;
+  void run_scan(size_t e, const Frame& frame) const;
+  void run_call(size_t e, const Frame& frame) const;
+  Frame body_frame(size_t e, const Frame& frame) const;
 
   std::shared_ptr<const ir::Program> program_;
-  std::vector<Instruction> instructions_;
+  std::shared_ptr<const compiler::MemoryPlan> plan_;
+  std::vector<KernelFn> kernels_;                        // per equation (null for bodies)
+  std::vector<std::shared_ptr<const Executable>> bodies_;  // per equation (null for kernels)
 };
 
 }  // namespace ferry::runtime

@@ -1,6 +1,8 @@
 // jit's non-template half: trace sessions, Lowered and Compiled.
 #include <fmt/format.h>
 
+#include "compiler/memory_analysis.h"
+#include "compiler/memory_plan.h"
 #include "compiler/pipeline.h"
 #include "ferry/error.h"
 #include "ferry/jit.h"
@@ -41,8 +43,9 @@ Compiled Lowered::compile(const CompileOptions& options) const {
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("device_memory_limit must be >= 0 bytes (0 means no limit), got {}", options.device_memory_limit));
   auto program = compiler::run_pipeline(*impl_->program, options);
-  auto impl = std::make_shared<detail::CompiledImpl>(
-      detail::CompiledImpl{program, runtime::Executable(program, options.backend), options});
+  auto plan = compiler::plan_memory(*program, /*outputs_external=*/false);
+  compiler::check_device_limit(*program, *plan, options.device_memory_limit);
+  auto impl = std::make_shared<detail::CompiledImpl>(program, plan, runtime::Executable(program, plan, options.backend), options);
   return Compiled(std::move(impl));
 }
 
@@ -55,8 +58,20 @@ Lowered parse_program(const std::string& text) {
 }
 
 std::vector<Array> Compiled::run(const std::vector<Array>& flat_args) const {
-  runtime::HeapBufferSource heap;
-  return impl_->executable.run(flat_args, heap);
+  ExecutionStats stats;
+  std::vector<Array> out = impl_->executable.run(flat_args, stats);
+  std::lock_guard<std::mutex> lock(impl_->stats_mutex);
+  impl_->last_stats = stats;
+  return out;
+}
+
+MemoryStats Compiled::memory_analysis() const { return compiler::memory_stats(*impl_->program, *impl_->plan); }
+
+std::string Compiled::memory_report() const { return compiler::memory_report(*impl_->program, *impl_->plan); }
+
+ExecutionStats Compiled::execution_stats() const {
+  std::lock_guard<std::mutex> lock(impl_->stats_mutex);
+  return impl_->last_stats;
 }
 
 std::string Compiled::as_text() const { return ir::print(*impl_->program); }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 
 #include "ferry/jit.h"
 #include "ir/program.h"
@@ -15,8 +16,11 @@ struct LoweredImpl {
 
 struct CompiledImpl {
   std::shared_ptr<const ir::Program> program;  // after the compiler's passes
+  std::shared_ptr<const compiler::MemoryPlan> plan;
   runtime::Executable executable;
   CompileOptions options;
+  mutable std::mutex stats_mutex;
+  mutable ExecutionStats last_stats;
 };
 
 }  // namespace ferry::detail

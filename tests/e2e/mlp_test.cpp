@@ -5,6 +5,7 @@
 #include <random>
 
 #include "ferry/ferry.h"
+#include "support/memory_check.h"
 
 namespace fy = ferry;
 
@@ -50,7 +51,7 @@ TEST(EndToEnd, MlpLossMatchesHandWrittenLoopsInF64) {
   });
   auto arr = [](const std::vector<double>& v, fy::Shape s) { return fy::Array::from(v, s); };
   std::vector<fy::Array> params = {arr(w1, {d, h}), arr(b1, {h}), arr(w2, {h, o}), arr(b2, {o})};
-  auto out = mlp(arr(x, {n, d}), params, arr(t, {n, o}));
+  auto out = fy::testing::jit_checked(mlp, arr(x, {n, d}), params, arr(t, {n, o}));
   double want = reference_mlp(x, w1, b1, w2, b2, t, n, d, h, o);
   EXPECT_NEAR(out[0].to_vector<double>()[0], want, 1e-12);
 }
@@ -67,7 +68,7 @@ TEST(EndToEnd, AttentionScoresWithBatchedDotAndSoftmax) {
     return fy::matmul(p, v);
   });
   auto arr = [](const std::vector<double>& x) { return fy::Array::from(x, {2, 4, 3}); };
-  auto out = attn(arr(q), arr(k), arr(v))[0].to_vector<double>();
+  auto out = fy::testing::jit_checked(attn, arr(q), arr(k), arr(v))[0].to_vector<double>();
   for (int bi = 0; bi < b; ++bi)
     for (int i = 0; i < s; ++i) {
       std::vector<double> sc(s);
@@ -89,16 +90,16 @@ TEST(EndToEnd, AttentionScoresWithBatchedDotAndSoftmax) {
 
 TEST(EndToEnd, EveryDtypeFlowsThroughJit) {
   auto f = fy::jit([](fy::Tensor x) { return x * 3.0 + 1.0; });
-  EXPECT_EQ(f(fy::ones({2}, fy::DType::f32))[0].to_vector<float>(), (std::vector<float>{4, 4}));
-  EXPECT_EQ(f(fy::ones({2}, fy::DType::f64))[0].to_vector<double>(), (std::vector<double>{4, 4}));
-  EXPECT_EQ(f(fy::ones({2}, fy::DType::f16))[0].to_vector<float>(), (std::vector<float>{4, 4}));
-  EXPECT_EQ(f(fy::ones({2}, fy::DType::bf16))[0].to_vector<float>(), (std::vector<float>{4, 4}));
-  EXPECT_EQ(f(fy::ones({2}, fy::DType::i32))[0].to_vector<int32_t>(), (std::vector<int32_t>{4, 4}));
+  EXPECT_EQ(fy::testing::jit_checked(f, fy::ones({2}, fy::DType::f32))[0].to_vector<float>(), (std::vector<float>{4, 4}));
+  EXPECT_EQ(fy::testing::jit_checked(f, fy::ones({2}, fy::DType::f64))[0].to_vector<double>(), (std::vector<double>{4, 4}));
+  EXPECT_EQ(fy::testing::jit_checked(f, fy::ones({2}, fy::DType::f16))[0].to_vector<float>(), (std::vector<float>{4, 4}));
+  EXPECT_EQ(fy::testing::jit_checked(f, fy::ones({2}, fy::DType::bf16))[0].to_vector<float>(), (std::vector<float>{4, 4}));
+  EXPECT_EQ(fy::testing::jit_checked(f, fy::ones({2}, fy::DType::i32))[0].to_vector<int32_t>(), (std::vector<int32_t>{4, 4}));
   auto cmp = fy::jit([](fy::Tensor x) { return fy::where(x > 1.5, x, 0.0); });
   auto in = fy::Array::from(std::vector<float>{1, 2, 3}, {3});
-  EXPECT_EQ(cmp(in)[0].to_vector<float>(), (std::vector<float>{0, 2, 3}));
+  EXPECT_EQ(fy::testing::jit_checked(cmp, in)[0].to_vector<float>(), (std::vector<float>{0, 2, 3}));
   auto logical = fy::jit([](fy::Tensor x) { return fy::eq(x > 1.5, x < 2.5); });
-  EXPECT_EQ(logical(in)[0].to_vector<bool>(), (std::vector<bool>{false, true, false}));
+  EXPECT_EQ(fy::testing::jit_checked(logical, in)[0].to_vector<bool>(), (std::vector<bool>{false, true, false}));
 }
 
 TEST(EndToEnd, IndexingAndMemoryKinds) {
@@ -110,10 +111,10 @@ TEST(EndToEnd, IndexingAndMemoryKinds) {
     return fy::dynamic_update_slice(x, both * 10.0, {i, fy::constant(0, {}, fy::DType::i32)});
   });
   auto x = fy::Array::from(std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8}, {3, 3});
-  auto out = f(x, fy::Array::scalar(int32_t{1}))[0].to_vector<float>();
+  auto out = fy::testing::jit_checked(f, x, fy::Array::scalar(int32_t{1}))[0].to_vector<float>();
   EXPECT_EQ(out, (std::vector<float>{0, 1, 2, 30, 40, 50, 0, 10, 20}));
   // A start past the end is clamped so the update stays inside, as in XLA.
-  auto clamped = f(x, fy::Array::scalar(int32_t{7}))[0].to_vector<float>();
+  auto clamped = fy::testing::jit_checked(f, x, fy::Array::scalar(int32_t{7}))[0].to_vector<float>();
   EXPECT_EQ(clamped, (std::vector<float>{0, 1, 2, 60, 70, 80, 0, 10, 20}));
 }
 

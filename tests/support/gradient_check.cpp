@@ -1,5 +1,7 @@
 #include "support/gradient_check.h"
 
+#include "support/memory_check.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,7 +24,7 @@ std::vector<Array> random_f64(const std::vector<Shape>& shapes, uint32_t seed, d
 
 std::vector<std::vector<double>> ferry_gradients(const ScalarFn& f, const std::vector<Array>& args) {
   auto g = jit([&](std::vector<Tensor> xs) { return grad(f)(xs); });
-  std::vector<Array> out = g.lower(args).compile()(args);
+  std::vector<Array> out = run_checked(g.lower(args).compile(), args);
   std::vector<std::vector<double>> result;
   for (const Array& a : out) result.push_back(a.to_vector<double>());
   return result;
@@ -30,6 +32,7 @@ std::vector<std::vector<double>> ferry_gradients(const ScalarFn& f, const std::v
 
 std::vector<std::vector<double>> numeric_gradients(const ScalarFn& f, const std::vector<Array>& args, double eps) {
   Compiled c = jit([&](std::vector<Tensor> xs) { return f(xs); }).lower(args).compile();
+  run_checked(c, args);
   std::vector<std::vector<double>> result;
   for (size_t i = 0; i < args.size(); ++i) {
     std::vector<double> base = args[i].to_vector<double>();

@@ -1,0 +1,38 @@
+#include "compiler/materialize_outputs.h"
+
+#include <memory>
+#include <vector>
+
+namespace ferry::compiler {
+
+bool materialize_outputs(ir::Program& program) {
+  bool changed = false;
+  for (ir::Equation& eq : program.equations)
+    for (auto& body : eq.subprograms) {
+      auto copy = std::make_shared<ir::Program>(*body);
+      if (materialize_outputs(*copy)) {
+        body = copy;
+        changed = true;
+      }
+    }
+  std::vector<char> is_input(program.values.size(), 0), returned(program.values.size(), 0);
+  for (ir::ValueId v : program.inputs) is_input[static_cast<size_t>(v)] = 1;
+  for (ir::ValueId& v : program.outputs) {
+    if (!is_input[static_cast<size_t>(v)] && !returned[static_cast<size_t>(v)]) {
+      returned[static_cast<size_t>(v)] = 1;
+      continue;
+    }
+    ir::Type t = program.type(v);
+    ir::Equation copy;
+    copy.prim = Primitive::device_put;
+    copy.params = ir::DevicePutParams{t.kind};
+    copy.inputs = {v};
+    copy.outputs = {program.add_value(t)};
+    v = copy.outputs[0];
+    program.equations.push_back(std::move(copy));
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace ferry::compiler

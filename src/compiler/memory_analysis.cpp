@@ -1,0 +1,120 @@
+#include "compiler/memory_analysis.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ferry/error.h"
+
+namespace ferry::compiler {
+namespace {
+
+bool is_host(MemoryKind k) { return k != MemoryKind::device; }
+
+// Which equation defines each value (-1: an input).
+std::vector<int> producers(const ir::Program& p) {
+  std::vector<int> out(p.values.size(), -1);
+  for (size_t e = 0; e < p.equations.size(); ++e)
+    for (ir::ValueId v : p.equations[e].outputs) out[static_cast<size_t>(v)] = static_cast<int>(e);
+  return out;
+}
+
+// A buffer as it is at position t: the value it holds then (an in-place chain holds several).
+std::string describe(const ir::Program& p, const Buffer& b, const std::vector<int>& prod, int t) {
+  if (b.body_of >= 0)
+    return fmt::format("{} {}, the body of {} (equation {})", human_bytes(b.size), memory_kind_name(b.kind),
+                       primitive_name(p.equations[static_cast<size_t>(b.body_of)].prim), b.body_of);
+  if (b.scratch_of >= 0)
+    return fmt::format("{} {}, a carry buffer of scan (equation {})", human_bytes(b.size), memory_kind_name(b.kind),
+                       b.scratch_of);
+  ir::ValueId v = b.values.front();
+  for (ir::ValueId u : b.values)
+    if (prod[static_cast<size_t>(u)] <= t) v = u;
+  std::string what = ir::to_string(p.type(v));
+  int e = prod[static_cast<size_t>(v)];
+  if (e < 0) return fmt::format("{} {}", what, human_bytes(b.size));
+  const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
+  std::string source = eq.name.empty() ? "" : fmt::format(" \"{}\"", eq.name);
+  return fmt::format("{} {}, output of {}{} (equation {})", what, human_bytes(b.size), primitive_name(eq.prim), source, e);
+}
+
+// Buffers of `kind` live at its peak position, largest first.
+std::vector<const Buffer*> live_at_peak(const MemoryPlan& plan, MemoryKind kind) {
+  int t = plan.peak_position[kind_index(kind)];
+  std::vector<const Buffer*> live;
+  for (const Buffer& b : plan.buffers)
+    if (b.kind == kind && b.start <= t && t <= b.end && b.size > 0) live.push_back(&b);
+  std::stable_sort(live.begin(), live.end(), [](const Buffer* a, const Buffer* b) { return a->size > b->size; });
+  return live;
+}
+
+std::string largest_at_peak(const ir::Program& p, const MemoryPlan& plan, size_t max_buffers, const std::string& sep) {
+  std::vector<int> prod = producers(p);
+  std::vector<const Buffer*> live = live_at_peak(plan, MemoryKind::device);
+  std::string out;
+  int t = plan.peak_position[kind_index(MemoryKind::device)];
+  for (size_t i = 0; i < live.size() && i < max_buffers; ++i) out += sep + describe(p, *live[i], prod, t);
+  if (live.size() > max_buffers) out += sep + fmt::format("... and {} smaller", live.size() - max_buffers);
+  return out;
+}
+
+}  // namespace
+
+std::string human_bytes(int64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  if (bytes < 1024 * 1024) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+  if (bytes < int64_t{1} << 30) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1024 * 1024));
+  return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30));
+}
+
+MemoryStats memory_stats(const ir::Program& p, const MemoryPlan& plan) {
+  MemoryStats s;
+  for (ir::ValueId v : p.inputs) {
+    const ir::Type& t = p.type(v);
+    (is_host(t.kind) ? s.host_argument_size_in_bytes : s.argument_size_in_bytes) += t.size_bytes();
+  }
+  int64_t device_out_aligned = 0, host_out_aligned = 0;
+  for (ir::ValueId v : p.outputs) {
+    const ir::Type& t = p.type(v);
+    (is_host(t.kind) ? s.host_output_size_in_bytes : s.output_size_in_bytes) += t.size_bytes();
+    const Slot& slot = plan.slots[static_cast<size_t>(v)];
+    if (slot.where == Slot::Where::arena)
+      (is_host(t.kind) ? host_out_aligned : device_out_aligned) += plan.buffers[static_cast<size_t>(slot.buffer)].size;
+  }
+  int64_t device_arena = plan.arena_size[kind_index(MemoryKind::device)];
+  int64_t host_arena = plan.arena_size[kind_index(MemoryKind::pinned_host)] + plan.arena_size[kind_index(MemoryKind::unpinned_host)];
+  s.temp_size_in_bytes = std::max<int64_t>(0, device_arena - device_out_aligned);
+  s.host_temp_size_in_bytes = std::max<int64_t>(0, host_arena - host_out_aligned);
+  s.peak_memory_in_bytes = s.argument_size_in_bytes + device_arena;
+  s.host_peak_memory_in_bytes = s.host_argument_size_in_bytes + host_arena;
+  return s;
+}
+
+std::string memory_report(const ir::Program& p, const MemoryPlan& plan, size_t max_buffers) {
+  MemoryStats s = memory_stats(p, plan);
+  std::string out = fmt::format(
+      "device: peak {} = arguments {} + arena {} (outputs {}, temporaries {})\n"
+      "host:   peak {} = arguments {} + arena {} (outputs {}, temporaries {})\n",
+      human_bytes(s.peak_memory_in_bytes), human_bytes(s.argument_size_in_bytes),
+      human_bytes(plan.arena_size[kind_index(MemoryKind::device)]), human_bytes(s.output_size_in_bytes),
+      human_bytes(s.temp_size_in_bytes), human_bytes(s.host_peak_memory_in_bytes), human_bytes(s.host_argument_size_in_bytes),
+      human_bytes(s.host_peak_memory_in_bytes - s.host_argument_size_in_bytes), human_bytes(s.host_output_size_in_bytes),
+      human_bytes(s.host_temp_size_in_bytes));
+  out += fmt::format("largest device buffers live at the peak (before equation {} of {}):",
+                     plan.peak_position[kind_index(MemoryKind::device)], p.equations.size());
+  out += largest_at_peak(p, plan, max_buffers, "\n  ");
+  return out + "\n";
+}
+
+void check_device_limit(const ir::Program& p, const MemoryPlan& plan, int64_t limit) {
+  MemoryStats s = memory_stats(p, plan);
+  if (limit <= 0 || s.peak_memory_in_bytes <= limit) return;
+  throw Error(ErrorCode::resource_exhausted,
+              fmt::format("device memory: the plan needs {} bytes ({}) at its peak but the limit is {} bytes ({}); "
+                          "arguments {}, arena {}. Largest live buffers at the peak:{}",
+                          s.peak_memory_in_bytes, human_bytes(s.peak_memory_in_bytes), limit, human_bytes(limit),
+                          human_bytes(s.argument_size_in_bytes), human_bytes(plan.arena_size[kind_index(MemoryKind::device)]),
+                          largest_at_peak(p, plan, 5, "\n  ")));
+}
+
+}  // namespace ferry::compiler

@@ -1,0 +1,181 @@
+#include "compiler/memory_plan.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace ferry::compiler {
+namespace {
+
+int64_t aligned(int64_t bytes) { return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
+
+// Inputs whose buffer the equation's (single) output may take over when they die there.
+std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
+  switch (eq.prim) {
+    case Primitive::neg: case Primitive::exp: case Primitive::log: case Primitive::sin: case Primitive::cos:
+    case Primitive::tanh: case Primitive::logistic: case Primitive::sqrt: case Primitive::rsqrt:
+    case Primitive::abs: case Primitive::sign: case Primitive::device_put: case Primitive::dynamic_update_slice:
+      return {0};
+    case Primitive::add: case Primitive::sub: case Primitive::mul: case Primitive::div: case Primitive::max:
+    case Primitive::min: case Primitive::pow:
+      return {0, 1};
+    case Primitive::select:
+      return {1, 2};
+    default:
+      return {};
+  }
+}
+
+// Offsets for every buffer of one kind: largest first, each at the smallest gap that fits among
+// the buffers already placed that are live at the same time (else above them all).
+int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].kind == kind) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
+    return buffers[a].start < buffers[b].start;
+  });
+  std::vector<size_t> placed;
+  std::vector<std::pair<int64_t, int64_t>> busy;
+  int64_t arena = 0;
+  for (size_t i : order) {
+    Buffer& b = buffers[i];
+    busy.clear();
+    for (size_t j : placed) {
+      const Buffer& p = buffers[j];
+      if (p.start <= b.end && b.start <= p.end && p.size > 0) busy.emplace_back(p.offset, p.offset + p.size);
+    }
+    std::sort(busy.begin(), busy.end());
+    int64_t best = -1, best_gap = std::numeric_limits<int64_t>::max(), frontier = 0;
+    for (auto [lo, hi] : busy) {
+      int64_t gap = lo - frontier;
+      if (gap >= b.size && gap < best_gap) {
+        best = frontier;
+        best_gap = gap;
+      }
+      frontier = std::max(frontier, hi);
+    }
+    b.offset = best >= 0 ? best : frontier;
+    arena = std::max(arena, b.offset + b.size);
+    placed.push_back(i);
+  }
+  return arena;
+}
+
+}  // namespace
+
+std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& p, bool outputs_external) {
+  auto plan = std::make_shared<MemoryPlan>();
+  const int n = static_cast<int>(p.equations.size());
+  const size_t nv = p.values.size();
+  plan->slots.resize(nv);
+  plan->bodies.resize(static_cast<size_t>(n));
+  plan->acquire_before.resize(static_cast<size_t>(n));
+  plan->release_after.resize(static_cast<size_t>(n));
+
+  std::vector<int> last(nv, -1);
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    Slot& s = plan->slots[static_cast<size_t>(p.inputs[i])];
+    s.where = outputs_external ? Slot::Where::external_input : Slot::Where::argument;
+    s.kind = p.type(p.inputs[i]).kind;
+    s.index = static_cast<int>(i);
+  }
+  for (int e = 0; e < n; ++e)
+    for (ir::ValueId v : p.equations[static_cast<size_t>(e)].inputs) last[static_cast<size_t>(v)] = e;
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    ir::ValueId v = p.outputs[i];
+    if (outputs_external) {
+      Slot& s = plan->slots[static_cast<size_t>(v)];
+      s.where = Slot::Where::external_output;
+      s.kind = p.type(v).kind;
+      s.index = static_cast<int>(i);
+    } else {
+      last[static_cast<size_t>(v)] = n;
+    }
+  }
+
+  auto new_buffer = [&](MemoryKind kind, int64_t bytes, int start, int end) {
+    Buffer b;
+    b.kind = kind;
+    b.size = aligned(bytes);
+    b.start = start;
+    b.end = end;
+    plan->buffers.push_back(b);
+    return static_cast<int>(plan->buffers.size() - 1);
+  };
+  for (int e = 0; e < n; ++e) {
+    const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
+    std::vector<size_t> candidates = in_place_candidates(eq);
+    for (ir::ValueId v : eq.outputs) {
+      Slot& s = plan->slots[static_cast<size_t>(v)];
+      s.kind = p.type(v).kind;
+      if (s.where == Slot::Where::external_output) continue;
+      int end = std::max(last[static_cast<size_t>(v)], e);
+      int shared = -1;
+      for (size_t c : candidates) {
+        ir::ValueId u = eq.inputs[c];
+        const Slot& su = plan->slots[static_cast<size_t>(u)];
+        if (su.where != Slot::Where::arena || su.buffer < 0 || last[static_cast<size_t>(u)] != e) continue;
+        const ir::Type &tu = p.type(u), &tv = p.type(v);
+        Buffer& b = plan->buffers[static_cast<size_t>(su.buffer)];
+        if (tu.kind != tv.kind || tu.size_bytes() != tv.size_bytes() || b.end != e || b.body_of >= 0) continue;
+        shared = su.buffer;
+        break;
+      }
+      if (shared >= 0) {
+        plan->buffers[static_cast<size_t>(shared)].end = end;
+      } else {
+        shared = new_buffer(s.kind, p.type(v).size_bytes(), e, end);
+      }
+      plan->buffers[static_cast<size_t>(shared)].values.push_back(v);
+      s.where = Slot::Where::arena;
+      s.buffer = shared;
+    }
+    if (eq.prim == Primitive::scan || eq.prim == Primitive::checkpoint) {
+      BodyPlan body;
+      body.plan = plan_memory(*eq.subprograms.at(0), /*outputs_external=*/true);
+      for (int k = 0; k < kNumMemoryKinds; ++k)
+        if (body.plan->arena_size[static_cast<size_t>(k)] > 0) {
+          body.region[static_cast<size_t>(k)] =
+              new_buffer(static_cast<MemoryKind>(k), body.plan->arena_size[static_cast<size_t>(k)], e, e);
+          plan->buffers[static_cast<size_t>(body.region[static_cast<size_t>(k)])].body_of = e;
+        }
+      if (eq.prim == Primitive::scan) {
+        const auto& sp = std::get<ir::ScanParams>(eq.params);
+        for (int64_t c = 0; c < sp.num_carry; ++c) {
+          const ir::Type& t = p.type(eq.outputs[static_cast<size_t>(c)]);
+          int b = new_buffer(t.kind, t.size_bytes(), e, e);
+          plan->buffers[static_cast<size_t>(b)].scratch_of = e;
+          body.carry_scratch.push_back(b);
+        }
+      }
+      plan->bodies[static_cast<size_t>(e)] = std::move(body);
+    }
+  }
+
+  for (int k = 0; k < kNumMemoryKinds; ++k)
+    plan->arena_size[static_cast<size_t>(k)] = pack(plan->buffers, static_cast<MemoryKind>(k));
+  for (size_t b = 0; b < plan->buffers.size(); ++b) {
+    const Buffer& buf = plan->buffers[b];
+    plan->acquire_before[static_cast<size_t>(buf.start)].push_back(static_cast<int>(b));
+    if (buf.end < n) plan->release_after[static_cast<size_t>(buf.end)].push_back(static_cast<int>(b));
+  }
+  // Live bytes per kind at each position (n: after the last equation), and where they peak.
+  std::vector<std::array<int64_t, kNumMemoryKinds>> delta(static_cast<size_t>(n) + 2);
+  for (const Buffer& b : plan->buffers) {
+    delta[static_cast<size_t>(b.start)][kind_index(b.kind)] += b.size;
+    delta[static_cast<size_t>(b.end) + 1][kind_index(b.kind)] -= b.size;
+  }
+  std::array<int64_t, kNumMemoryKinds> live{};
+  for (int t = 0; t <= n; ++t)
+    for (size_t k = 0; k < kNumMemoryKinds; ++k) {
+      live[k] += delta[static_cast<size_t>(t)][k];
+      if (live[k] > plan->peak_live[k]) {
+        plan->peak_live[k] = live[k];
+        plan->peak_position[k] = t;
+      }
+    }
+  return plan;
+}
+
+}  // namespace ferry::compiler

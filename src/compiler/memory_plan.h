@@ -1,0 +1,72 @@
+// Liveness and buffer assignment: where every value of a scheduled program lives.
+//
+// Each value gets a slot: a program argument (owned by the caller), an external input or output
+// (a body's: given by the equation that runs the body), or a buffer in the arena of its memory kind
+// (one arena per kind). A buffer is live from the position of the equation that defines it to its
+// last reader (program outputs: to the end). An elementwise equation whose input dies there and has
+// the output's type writes in place: both values share one buffer. An equation with a body (scan,
+// checkpoint) gets a region per kind for the body's own plan, planned once and reused every step,
+// and a scan gets a scratch buffer per carry (carries alternate between it and the output).
+// Buffers of one kind are packed into their arena by size, largest first, each at the best-fitting
+// gap among the buffers live at the same time, so freed space is reused.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+
+namespace ferry::compiler {
+
+inline constexpr int kNumMemoryKinds = 3;
+inline constexpr int64_t kBufferAlignment = 64;
+inline size_t kind_index(MemoryKind k) { return static_cast<size_t>(k); }
+
+struct MemoryPlan;
+
+struct Slot {
+  enum class Where : uint8_t { arena, argument, external_input, external_output };
+  Where where = Where::arena;
+  MemoryKind kind = MemoryKind::device;
+  int buffer = -1;  // arena: index into MemoryPlan::buffers
+  int index = -1;   // argument / external input / external output position
+};
+
+// One allocation in an arena.
+struct Buffer {
+  MemoryKind kind = MemoryKind::device;
+  int64_t size = 0;  // bytes, rounded up to kBufferAlignment
+  int start = 0, end = 0;  // live over schedule positions [start, end]; the end of the program is n
+  int64_t offset = 0;
+  std::vector<ir::ValueId> values;  // the values it holds (several when written in place)
+  int body_of = -1;                 // >= 0: the body region of that equation
+  int scratch_of = -1;              // >= 0: a carry scratch buffer of that scan equation
+};
+
+struct BodyPlan {
+  std::shared_ptr<const MemoryPlan> plan;
+  std::array<int, kNumMemoryKinds> region{-1, -1, -1};  // buffer per kind (-1: the body needs none)
+  std::vector<int> carry_scratch;                        // scan: buffer per carry
+};
+
+struct MemoryPlan {
+  std::vector<Slot> slots;                       // per value
+  std::vector<Buffer> buffers;
+  std::vector<std::optional<BodyPlan>> bodies;   // per equation
+  std::array<int64_t, kNumMemoryKinds> arena_size{};
+  // For the runtime: buffers to take before an equation runs, and to give back after it.
+  std::vector<std::vector<int>> acquire_before, release_after;  // per equation
+  std::vector<int> release_at_end;  // top level: none (outputs); bodies: none either
+  // The schedule position where the live bytes of each kind peak, and those bytes.
+  std::array<int, kNumMemoryKinds> peak_position{};
+  std::array<int64_t, kNumMemoryKinds> peak_live{};
+};
+
+// Plans a scheduled program. Top level (outputs_external = false): inputs are arguments and
+// outputs live in the arena until the end. Bodies (true): inputs and outputs are external.
+std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& program, bool outputs_external);
+
+}  // namespace ferry::compiler

@@ -1,0 +1,94 @@
+#include "compiler/schedule.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <set>
+#include <vector>
+
+namespace ferry::compiler {
+
+bool schedule_for_memory(ir::Program& program) {
+  bool changed = false;
+  for (ir::Equation& eq : program.equations)
+    for (auto& body : eq.subprograms) {
+      auto copy = std::make_shared<ir::Program>(*body);
+      if (schedule_for_memory(*copy)) {
+        body = copy;
+        changed = true;
+      }
+    }
+  const size_t n = program.equations.size(), nv = program.values.size();
+  std::vector<int> producer(nv, -1);
+  for (size_t e = 0; e < n; ++e)
+    for (ir::ValueId v : program.equations[e].outputs) producer[static_cast<size_t>(v)] = static_cast<int>(e);
+  // Readers of each value (each equation once), and how many producers each equation waits for.
+  std::vector<std::vector<int>> readers(nv);
+  std::vector<int> waiting(n, 0);
+  for (size_t e = 0; e < n; ++e) {
+    std::vector<ir::ValueId> ins = program.equations[e].inputs;
+    std::sort(ins.begin(), ins.end());
+    ins.erase(std::unique(ins.begin(), ins.end()), ins.end());
+    for (ir::ValueId v : ins) {
+      readers[static_cast<size_t>(v)].push_back(static_cast<int>(e));
+      if (producer[static_cast<size_t>(v)] >= 0) ++waiting[e];
+    }
+  }
+  std::vector<int> unread(nv);
+  std::vector<char> pinned(nv, 0);  // inputs and outputs stay live regardless of the order
+  for (size_t v = 0; v < nv; ++v) unread[v] = static_cast<int>(readers[v].size());
+  for (ir::ValueId v : program.inputs) pinned[static_cast<size_t>(v)] = 1;
+  for (ir::ValueId v : program.outputs) pinned[static_cast<size_t>(v)] = 1;
+  auto device_bytes = [&](ir::ValueId v) {
+    const ir::Type& t = program.type(v);
+    return t.kind == MemoryKind::device ? t.size_bytes() : 0;
+  };
+  auto score = [&](size_t e) {
+    const ir::Equation& eq = program.equations[e];
+    int64_t s = 0;
+    for (ir::ValueId v : eq.outputs) s += device_bytes(v);
+    std::vector<ir::ValueId> ins = eq.inputs;
+    std::sort(ins.begin(), ins.end());
+    ins.erase(std::unique(ins.begin(), ins.end()), ins.end());
+    for (ir::ValueId v : ins)
+      if (!pinned[static_cast<size_t>(v)] && unread[static_cast<size_t>(v)] == 1) s -= device_bytes(v);
+    return s;
+  };
+  std::set<size_t> ready;
+  for (size_t e = 0; e < n; ++e)
+    if (waiting[e] == 0) ready.insert(e);
+  std::vector<size_t> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    // Recomputations and fetches back run only when nothing else can: as late as their readers allow.
+    size_t best = *ready.begin();
+    std::pair<bool, int64_t> best_key{true, std::numeric_limits<int64_t>::max()};
+    for (size_t e : ready) {
+      std::pair<bool, int64_t> key{program.equations[e].rematerialized, score(e)};
+      if (key < best_key) {
+        best = e;
+        best_key = key;
+      }
+    }
+    ready.erase(best);
+    order.push_back(best);
+    const ir::Equation& eq = program.equations[best];
+    std::vector<ir::ValueId> ins = eq.inputs;
+    std::sort(ins.begin(), ins.end());
+    ins.erase(std::unique(ins.begin(), ins.end()), ins.end());
+    for (ir::ValueId v : ins) --unread[static_cast<size_t>(v)];
+    for (ir::ValueId v : eq.outputs)
+      for (int r : readers[static_cast<size_t>(v)])
+        if (--waiting[static_cast<size_t>(r)] == 0) ready.insert(static_cast<size_t>(r));
+  }
+  bool reordered = false;
+  for (size_t i = 0; i < order.size(); ++i) reordered = reordered || order[i] != i;
+  if (!reordered) return changed;
+  std::vector<ir::Equation> eqs;
+  eqs.reserve(n);
+  for (size_t e : order) eqs.push_back(std::move(program.equations[e]));
+  program.equations = std::move(eqs);
+  return true;
+}
+
+}  // namespace ferry::compiler

@@ -1,0 +1,126 @@
+// Memory planning end to end: peaks per policy, the device limit, offloading that really lowers
+// the device peak, and the reports. Every run goes through run_checked (measured == planned).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "ferry/ferry.h"
+#include "support/error_of.h"
+#include "support/memory_check.h"
+
+namespace fy = ferry;
+using ::testing::HasSubstr;
+
+namespace {
+
+constexpr int kLayers = 8, kBatch = 32, kWidth = 64;
+
+fy::Tensor layer(fy::Tensor x, fy::Tensor w) {
+  fy::Tensor h = fy::tanh(fy::matmul(x, w));
+  return fy::sin(h) * h;
+}
+
+// One training step (loss and gradients) of an MLP whose layers are checkpointed with `policy`.
+fy::Compiled train_step(const fy::Policy& policy, int64_t limit = 0) {
+  auto step = fy::jit([policy](fy::Tensor x, std::vector<fy::Tensor> ws) {
+    return fy::value_and_grad([&](std::vector<fy::Tensor> w) {
+      fy::Tensor h = x;
+      for (auto& wl : w) h = fy::checkpoint(layer, policy)(h, wl);
+      return fy::sum(h);
+    })(ws);
+  });
+  return step.lower(fy::ShapeDtype{{kBatch, kWidth}}, std::vector<fy::ShapeDtype>(kLayers, fy::ShapeDtype{{kWidth, kWidth}}))
+      .compile({.device_memory_limit = limit});
+}
+
+std::vector<fy::Array> train_args() {
+  std::vector<fy::Array> out{fy::full({kBatch, kWidth}, 0.5)};
+  for (int l = 0; l < kLayers; ++l) out.push_back(fy::full({kWidth, kWidth}, 0.01 * (l + 1)));
+  return out;
+}
+
+fy::Decision dot_with_no_batch_dims_offload(const fy::Equation& e) {
+  if (e.primitive() == fy::prim::dot_general && e.dot_dims().lhs_batch.empty() && e.dot_dims().rhs_batch.empty())
+    return fy::Offloadable{fy::MemoryKind::device, fy::MemoryKind::pinned_host};
+  return fy::Recompute{};
+}
+
+TEST(Memory, PeaksFollowThePolicies) {
+  using namespace fy::policies;
+  int64_t nothing = train_step(nothing_saveable).memory_analysis().peak_memory_in_bytes;
+  int64_t dots = train_step(dots_saveable).memory_analysis().peak_memory_in_bytes;
+  int64_t everything = train_step(everything_saveable).memory_analysis().peak_memory_in_bytes;
+  EXPECT_LT(nothing, dots);
+  EXPECT_LT(dots, everything);
+  for (const fy::Policy& p : {nothing_saveable, dots_saveable, everything_saveable})
+    fy::testing::run_checked(train_step(p), train_args());
+}
+
+TEST(Memory, ALimitBetweenTwoPeaksRejectsOnlyTheBiggerPlan) {
+  using namespace fy::policies;
+  int64_t small = train_step(nothing_saveable).memory_analysis().peak_memory_in_bytes;
+  int64_t big = train_step(everything_saveable).memory_analysis().peak_memory_in_bytes;
+  int64_t limit = (small + big) / 2;
+  fy::Error e = fy::testing::error_of([&] { train_step(everything_saveable, limit); });
+  EXPECT_EQ(e.code(), fy::ErrorCode::resource_exhausted);
+  EXPECT_THAT(e.message(), HasSubstr("device memory: the plan needs " + std::to_string(big) + " bytes"));
+  EXPECT_THAT(e.message(), HasSubstr("but the limit is " + std::to_string(limit) + " bytes"));
+  EXPECT_THAT(e.message(), HasSubstr("Largest live buffers at the peak:\n  f32["));
+  EXPECT_THAT(e.message(), HasSubstr(", output of "));
+  fy::Compiled ok = train_step(nothing_saveable, limit);
+  fy::testing::run_checked(ok, train_args());
+}
+
+// The first report: a dense model whose saved dot outputs do not fit; offloading them does, with
+// the same gradients, and the analysis shows the host side.
+TEST(Memory, FirstReportOffloadingLowersThePeakAndFitsTheLimit) {
+  using namespace fy::policies;
+  fy::Compiled saved = train_step(dots_with_no_batch_dims_saveable);
+  fy::Compiled offloaded = train_step(fy::Policy(dot_with_no_batch_dims_offload));
+  fy::MemoryStats s = saved.memory_analysis(), o = offloaded.memory_analysis();
+  EXPECT_EQ(s.host_temp_size_in_bytes, 0);
+  EXPECT_GT(o.host_temp_size_in_bytes, 0);
+  EXPECT_LT(o.peak_memory_in_bytes, s.peak_memory_in_bytes);
+  int64_t limit = (o.peak_memory_in_bytes + s.peak_memory_in_bytes) / 2;
+  fy::Error e = fy::testing::error_of([&] { train_step(dots_with_no_batch_dims_saveable, limit); });
+  EXPECT_EQ(e.code(), fy::ErrorCode::resource_exhausted);
+  fy::Compiled fits = train_step(fy::Policy(dot_with_no_batch_dims_offload), limit);
+  auto a = fy::testing::run_checked(fits, train_args());
+  auto b = fy::testing::run_checked(saved, train_args());
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(a[i].equals(b[i])) << "output " << i;
+  fy::ExecutionStats stats = fits.execution_stats();
+  EXPECT_EQ(stats.bytes_to_host, int64_t{kLayers} * kBatch * kWidth * 4);
+  EXPECT_EQ(stats.bytes_to_device, stats.bytes_to_host);
+}
+
+TEST(Memory, SecondReportHasHostTemporaries) {
+  auto step = [](fy::Tensor y, fy::Tensor) {
+    y = fy::sin(y);
+    y = fy::checkpoint_name(y, "save_remat");
+    y = fy::sin(y);
+    return std::pair{y, fy::Tensor{}};
+  };
+  auto policy = fy::policies::save_and_offload_only_these_names({}, {"save_remat"}, fy::MemoryKind::device,
+                                                                fy::MemoryKind::pinned_host);
+  auto apply = fy::jit([&](fy::Tensor params, fy::Tensor xs) {
+    return fy::grad([&](fy::Tensor p) { return fy::sum(fy::scan(fy::checkpoint(step, policy), p, xs).carry); })(params);
+  });
+  fy::Compiled c = apply.lower(fy::ones({3}), fy::ones({2, 3})).compile();
+  EXPECT_GT(c.memory_analysis().host_temp_size_in_bytes, 0);
+  fy::testing::run_checked(c, {fy::ones({3}), fy::ones({2, 3})});
+}
+
+TEST(Memory, ReportNamesTheLargestBuffersAtThePeak) {
+  auto f = fy::jit([](fy::Tensor x) {
+    fy::Tensor big = fy::checkpoint_name(fy::exp(fy::broadcast_in_dim(x, {256, 64}, {1})), "wide");
+    return fy::sum(big * big);
+  });
+  fy::Compiled c = f.lower(fy::ShapeDtype{{64}}).compile();
+  std::string report = c.memory_report();
+  EXPECT_THAT(report, HasSubstr("device: peak "));
+  EXPECT_THAT(report, HasSubstr("largest device buffers live at the peak"));
+  EXPECT_THAT(report, HasSubstr("f32[256,64] 64.0 KiB, output of "));
+  fy::testing::run_checked(c, {fy::ones({64})});
+}
+
+}  // namespace
