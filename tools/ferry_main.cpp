@@ -2,6 +2,7 @@
 // for a few steps; `ferry check` and `ferry run` read IR text.
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -80,21 +81,46 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// The device limit: --device-memory-limit, else FERRY_DEVICE_MEMORY_LIMIT, else none.
+fy::CompileOptions compile_options(int64_t flag_limit) {
+  fy::CompileOptions options;
+  options.device_memory_limit = flag_limit;
+  if (flag_limit == 0)
+    if (const char* env = std::getenv("FERRY_DEVICE_MEMORY_LIMIT")) {
+      char* end = nullptr;
+      long long v = std::strtoll(env, &end, 10);
+      if (end == env || *end != '\0' || v < 0)
+        throw fy::Error(fy::ErrorCode::invalid_argument,
+                        fmt::format("FERRY_DEVICE_MEMORY_LIMIT must be a number of bytes, got \"{}\"", env));
+      options.device_memory_limit = v;
+    }
+  return options;
+}
+
+int memory(const std::string& path, int64_t limit) {
+  fy::Compiled compiled = fy::parse_program(read_file(path)).compile(compile_options(limit));
+  fmt::print("{}", compiled.memory_report());
+  return 0;
+}
+
 int check(const std::string& path) {
   fy::Lowered lowered = fy::parse_program(read_file(path));
   fmt::print("{}", lowered.as_text());
   return 0;
 }
 
-int run(const std::string& path) {
+int run(const std::string& path, int64_t limit) {
   fy::Lowered lowered = fy::parse_program(read_file(path));
-  fy::Compiled compiled = lowered.compile();
+  fy::Compiled compiled = lowered.compile(compile_options(limit));
   // Every input filled with ones of its type.
   std::vector<fy::Array> args;
   for (const auto& spec : compiled.input_specs()) args.push_back(fy::Array::allocate(spec.dtype, spec.shape, spec.kind));
   for (auto& a : args) a = fy::full(a.shape(), 1.0, a.dtype());
   std::vector<fy::Array> out = compiled.run(args);
   for (size_t i = 0; i < out.size(); ++i) fmt::print("output {}: {}\n", i, out[i].to_string());
+  fy::ExecutionStats stats = compiled.execution_stats();
+  fmt::print("device high-water {} bytes (planned {}), host high-water {} bytes\n", stats.device_high_water_bytes,
+             compiled.memory_analysis().peak_memory_in_bytes, stats.host_high_water_bytes);
   return 0;
 }
 
@@ -107,13 +133,20 @@ int main(int argc, char** argv) {
   std::string path;
   auto* check_cmd = app.add_subcommand("check", "parse and verify IR text; print it canonically");
   check_cmd->add_option("file", path, "IR text file")->required();
+  int64_t limit = 0;
   auto* run_cmd = app.add_subcommand("run", "compile IR text and run it with every input filled with ones");
   run_cmd->add_option("file", path, "IR text file")->required();
+  auto* memory_cmd = app.add_subcommand("memory", "compile IR text and print its memory plan");
+  memory_cmd->add_option("file", path, "IR text file")->required();
+  for (auto* cmd : {run_cmd, memory_cmd})
+    cmd->add_option("--device-memory-limit", limit,
+                    "device bytes the plan may use (0: none; default from FERRY_DEVICE_MEMORY_LIMIT)");
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("demo")) return demo();
     if (app.got_subcommand("check")) return check(path);
-    if (app.got_subcommand("run")) return run(path);
+    if (app.got_subcommand("run")) return run(path, limit);
+    if (app.got_subcommand("memory")) return memory(path, limit);
   } catch (const fy::Error& e) {
     fmt::print(stderr, "ferry: {}\n", e.what());
     return 1;

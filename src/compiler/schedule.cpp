@@ -4,6 +4,7 @@
 #include <limits>
 #include <memory>
 #include <set>
+#include <tuple>
 #include <vector>
 
 namespace ferry::compiler {
@@ -54,32 +55,42 @@ bool schedule_for_memory(ir::Program& program) {
       if (!pinned[static_cast<size_t>(v)] && unread[static_cast<size_t>(v)] == 1) s -= device_bytes(v);
     return s;
   };
-  std::set<size_t> ready;
+  // Ready equations ordered by (rematerialized, score, program order). A score changes only when
+  // one of the equation's inputs gets down to its last reader, so keys are updated then.
+  using Key = std::tuple<bool, int64_t, size_t>;
+  std::set<Key> ready;
+  std::vector<Key> key_of(n);
+  std::vector<char> is_ready(n, 0);
+  auto make_ready = [&](size_t e) {
+    key_of[e] = Key{program.equations[e].rematerialized, score(e), e};
+    ready.insert(key_of[e]);
+    is_ready[e] = 1;
+  };
   for (size_t e = 0; e < n; ++e)
-    if (waiting[e] == 0) ready.insert(e);
+    if (waiting[e] == 0) make_ready(e);
   std::vector<size_t> order;
   order.reserve(n);
   while (!ready.empty()) {
-    // Recomputations and fetches back run only when nothing else can: as late as their readers allow.
-    size_t best = *ready.begin();
-    std::pair<bool, int64_t> best_key{true, std::numeric_limits<int64_t>::max()};
-    for (size_t e : ready) {
-      std::pair<bool, int64_t> key{program.equations[e].rematerialized, score(e)};
-      if (key < best_key) {
-        best = e;
-        best_key = key;
-      }
-    }
-    ready.erase(best);
+    size_t best = std::get<2>(*ready.begin());
+    ready.erase(ready.begin());
+    is_ready[best] = 0;
     order.push_back(best);
     const ir::Equation& eq = program.equations[best];
     std::vector<ir::ValueId> ins = eq.inputs;
     std::sort(ins.begin(), ins.end());
     ins.erase(std::unique(ins.begin(), ins.end()), ins.end());
-    for (ir::ValueId v : ins) --unread[static_cast<size_t>(v)];
+    for (ir::ValueId v : ins) {
+      if (--unread[static_cast<size_t>(v)] != 1) continue;
+      for (int r : readers[static_cast<size_t>(v)]) {  // the one reader left may now free v
+        size_t re = static_cast<size_t>(r);
+        if (!is_ready[re]) continue;
+        ready.erase(key_of[re]);
+        make_ready(re);
+      }
+    }
     for (ir::ValueId v : eq.outputs)
       for (int r : readers[static_cast<size_t>(v)])
-        if (--waiting[static_cast<size_t>(r)] == 0) ready.insert(static_cast<size_t>(r));
+        if (--waiting[static_cast<size_t>(r)] == 0) make_ready(static_cast<size_t>(r));
   }
   bool reordered = false;
   for (size_t i = 0; i < order.size(); ++i) reordered = reordered || order[i] != i;

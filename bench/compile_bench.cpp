@@ -1,0 +1,44 @@
+// Compile time against program size: an unrolled MLP training step (loss and gradients of every
+// layer) of 10 to 1,000 layers, traced, lowered and compiled (passes, scheduling, buffer
+// assignment). Counters: equations after the passes, and seconds per equation (shown with SI
+// prefixes: "5u" is 5 microseconds).
+#include <benchmark/benchmark.h>
+
+#include "ferry/ferry.h"
+#include "trace/lowered.h"
+
+namespace fy = ferry;
+
+namespace {
+
+void BM_CompileUnrolledTrainingStep(benchmark::State& state) {
+  const int layers = static_cast<int>(state.range(0));
+  auto step = fy::jit([](fy::Tensor x, std::vector<fy::Tensor> ws) {
+    return fy::value_and_grad([&](std::vector<fy::Tensor> w) {
+      fy::Tensor h = x;
+      for (auto& wl : w) h = fy::tanh(fy::matmul(h, wl));
+      return fy::sum(h);
+    })(ws);
+  });
+  std::vector<fy::ShapeDtype> ws(static_cast<size_t>(layers), fy::ShapeDtype{{16, 16}});
+  size_t equations = 0;
+  for (auto _ : state) {
+    fy::Compiled c = step.lower(fy::ShapeDtype{{8, 16}}, ws).compile();
+    benchmark::DoNotOptimize(c);
+  }
+  fy::Compiled c = step.lower(fy::ShapeDtype{{8, 16}}, ws).compile();
+  std::string text = c.as_text();
+  equations = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) - 2;
+  state.counters["equations"] = static_cast<double>(equations);
+  // Microseconds per equation, from the time per iteration.
+  state.counters["us_per_equation"] = benchmark::Counter(static_cast<double>(equations),
+                                                         benchmark::Counter::kIsIterationInvariantRate |
+                                                             benchmark::Counter::kInvert,
+                                                         benchmark::Counter::kIs1000);
+}
+
+BENCHMARK(BM_CompileUnrolledTrainingStep)->Arg(10)->Arg(100)->Arg(300)->Arg(1000)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
