@@ -81,6 +81,9 @@ class Compiled {
     return run(flat);
   }
   std::vector<Array> run(const std::vector<Array>& flat_args) const;
+  // run(), also writing a Chrome/Perfetto trace of it (compute and copy lanes, live bytes per
+  // memory kind) to trace_path.
+  std::vector<Array> run_traced(const std::vector<Array>& flat_args, const std::string& trace_path) const;
   // The program that runs, after the compiler's passes.
   std::string as_text() const;
   // The plan's memory needs, known before anything runs.

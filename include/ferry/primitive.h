@@ -30,6 +30,9 @@ enum class Primitive : uint8_t {
   device_put,
   // identity that tags a value with a name for checkpoint policies (the name is the equation's)
   checkpoint_name,
+  // an asynchronous change of memory kind, as the compiler lowers device_put between kinds:
+  // copy_start[dst](x) -> the destination (in flight); copy_done(dest, x) -> the destination, ready
+  copy_start, copy_done,
   // control flow (equations with a body sub-program)
   scan, checkpoint,
 };

@@ -14,6 +14,7 @@ std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
     case Primitive::neg: case Primitive::exp: case Primitive::log: case Primitive::sin: case Primitive::cos:
     case Primitive::tanh: case Primitive::logistic: case Primitive::sqrt: case Primitive::rsqrt:
     case Primitive::abs: case Primitive::sign: case Primitive::device_put: case Primitive::dynamic_update_slice:
+    case Primitive::copy_done:  // always: it yields the buffer its copy_start filled
       return {0};
     case Primitive::add: case Primitive::sub: case Primitive::mul: case Primitive::div: case Primitive::max:
     case Primitive::min: case Primitive::pow:
@@ -93,6 +94,13 @@ std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& p, bool outputs
       last[static_cast<size_t>(v)] = n;
     }
   }
+
+  // A copy whose result is an external output fills that destination directly.
+  for (const ir::Equation& eq : p.equations)
+    if (eq.prim == Primitive::copy_done) {
+      const Slot& out = plan->slots[static_cast<size_t>(eq.outputs[0])];
+      if (out.where == Slot::Where::external_output) plan->slots[static_cast<size_t>(eq.inputs[0])] = out;
+    }
 
   auto new_buffer = [&](MemoryKind kind, int64_t bytes, int start, int end) {
     Buffer b;

@@ -4,7 +4,9 @@
 
 #include "compiler/cse.h"
 #include "compiler/dce.h"
+#include "compiler/lower_copies.h"
 #include "compiler/materialize_outputs.h"
+#include "compiler/place_copies.h"
 #include "compiler/schedule.h"
 #include "ferry/error.h"
 #include "ir/printer.h"
@@ -14,14 +16,16 @@ namespace ferry::compiler {
 
 std::vector<Pass> passes_for(const CompileOptions& options) {
   // Clean-ups first: differentiation leaves duplicated and unused work behind. Then every output
-  // gets its own buffer, and the scheduler fixes the order that buffer assignment (plan_memory,
-  // an analysis run by compile) plans.
-  (void)options;
+  // gets its own buffer, transfers between memory kinds become asynchronous copies, the scheduler
+  // orders the rest for a low device peak, and the copies are placed around it by the cost model.
+  // Buffer assignment (plan_memory, an analysis run by compile) plans the final order.
   return {
       {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_code},
       {"materialize_outputs", materialize_outputs},
+      {"lower_copies", lower_copies},
       {"schedule", schedule_for_memory},
+      {"place_copies", [options](ir::Program& p) { return place_copies(p, options); }},
   };
 }
 

@@ -16,6 +16,7 @@ void register_dot(Table& t);          // dot_general
 void register_indexing(Table& t);     // slice, dynamic_slice, dynamic_update_slice, concatenate
 void register_memory(Table& t);       // device_put
 void register_control_flow(Table& t); // scan, checkpoint, checkpoint_name
+void register_copies(Table& t);       // copy_start, copy_done
 
 // VJP rules, filled in after the entries exist (scan's VJP lives in src/transforms: it needs to
 // trace its body).

@@ -17,6 +17,7 @@ Table build_table() {
   register_indexing(t);
   register_memory(t);
   register_control_flow(t);
+  register_copies(t);
   register_elementwise_vjps(t);
   register_structural_vjps(t);
   for (int i = 0; i < kNumPrimitives; ++i) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "ferry/error.h"
+#include "runtime/copy_queue.h"
 
 namespace ferry::runtime {
 
@@ -42,6 +43,8 @@ void Arenas::acquire(MemoryKind k, int64_t offset, int64_t bytes) {
                                                  end, memory_kind_name(k), std::prev(next)->first, std::prev(next)->second));
   live.emplace(offset, end);
   if (end > high_water_[i]) high_water_[i] = end;
+  live_bytes_[i] += bytes;
+  if (timeline_) timeline_->live_bytes(k, live_bytes_[i], now_seconds());
 }
 
 void Arenas::release(MemoryKind k, int64_t offset, int64_t bytes) {
@@ -52,6 +55,8 @@ void Arenas::release(MemoryKind k, int64_t offset, int64_t bytes) {
     throw Error(ErrorCode::internal, fmt::format("memory plan: releasing [{}, {}) of {} that is not live", offset,
                                                  offset + bytes, memory_kind_name(k)));
   live.erase(it);
+  live_bytes_[static_cast<size_t>(k)] -= bytes;
+  if (timeline_) timeline_->live_bytes(k, live_bytes_[static_cast<size_t>(k)], now_seconds());
 }
 
 }  // namespace ferry::runtime

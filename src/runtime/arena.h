@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "ferry/types.h"
+#include "runtime/timeline.h"
 
 namespace ferry::runtime {
 
@@ -28,12 +29,16 @@ class Arenas {
   void acquire(MemoryKind k, int64_t offset, int64_t bytes);
   void release(MemoryKind k, int64_t offset, int64_t bytes);
   int64_t high_water(MemoryKind k) const { return high_water_[static_cast<size_t>(k)]; }
+  // Live bytes are reported to `timeline` (may be null) on every change.
+  void set_timeline(Timeline* timeline) { timeline_ = timeline; }
 
  private:
   std::array<char*, kNumKinds> base_{};
   std::array<int64_t, kNumKinds> size_{};
   std::array<int64_t, kNumKinds> high_water_{};
   std::array<std::map<int64_t, int64_t>, kNumKinds> live_;  // offset -> end
+  std::array<int64_t, kNumKinds> live_bytes_{};
+  Timeline* timeline_ = nullptr;
 };
 
 }  // namespace ferry::runtime

@@ -8,6 +8,7 @@
 #include "ferry/error.h"
 #include "runtime/cpu/kernels.h"
 #include "runtime/storage.h"
+#include "runtime/copy_queue.h"
 
 namespace ferry::runtime {
 
@@ -27,6 +28,7 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_p
       bodies_[e] = std::make_shared<const Executable>(eq.subprograms.at(0), plan_->bodies[e]->plan, backend);
       continue;
     }
+    if (eq.prim == Primitive::copy_start || eq.prim == Primitive::copy_done) continue;  // the copy queue's
     kernels_[e] = cpu::kernel(eq.prim);
     if (kernels_[e] == nullptr || !eq.subprograms.empty())
       throw Error(ErrorCode::unimplemented, fmt::format("the cpu backend has no kernel for {}", primitive_name(eq.prim)));
@@ -53,6 +55,8 @@ Executable::Frame Executable::body_frame(size_t e, const Frame& f) const {
   Frame body;
   body.arenas = f.arenas;
   body.stats = f.stats;
+  body.copies = f.copies;
+  body.timeline = f.timeline;
   const compiler::BodyPlan& bp = *plan_->bodies[e];
   for (size_t k = 0; k < kNumKinds; ++k) {
     int r = bp.region[k];
@@ -113,6 +117,25 @@ void Executable::run_scan(size_t e, const Frame& f) const {
     }
 }
 
+void Executable::start_copy(size_t e, const Frame& f, std::vector<uint64_t>& tickets) const {
+  const ir::Program& p = *program_;
+  const ir::Equation& eq = p.equations[e];
+  ir::ValueId src = eq.inputs[0], dst = eq.outputs[0];
+  MemoryKind from = p.type(src).kind, to = p.type(dst).kind;
+  int64_t bytes = p.type(dst).size_bytes();
+  if (from == MemoryKind::device && to != MemoryKind::device) f.stats->bytes_to_host += bytes;
+  if (from != MemoryKind::device && to == MemoryKind::device) f.stats->bytes_to_device += bytes;
+  CopyQueue::Observer observer;
+  if (f.timeline) {
+    std::string name = fmt::format("{} -> {}", memory_kind_name(from), memory_kind_name(to));
+    Timeline* timeline = f.timeline;
+    observer = [timeline, name](uint64_t, size_t n, double begin, double end) {
+      timeline->copy(name, static_cast<int64_t>(n), begin, end);
+    };
+  }
+  tickets[static_cast<size_t>(dst)] = f.copies->enqueue(address(f, dst), address(f, src), static_cast<size_t>(bytes), observer);
+}
+
 void Executable::execute(const Frame& f) const {
   const ir::Program& p = *program_;
   const compiler::MemoryPlan& plan = *plan_;
@@ -125,10 +148,18 @@ void Executable::execute(const Frame& f) const {
   };
   std::vector<ConstView> in;
   std::vector<MutView> out;
+  std::vector<uint64_t> tickets(p.values.size(), 0);  // copies in flight, by destination value
   for (size_t e = 0; e < p.equations.size(); ++e) {
     const ir::Equation& eq = p.equations[e];
     for (int b : plan.acquire_before[e]) take(b, true);
-    if (bodies_[e]) {
+    double begin = f.timeline ? now_seconds() : 0;
+    if (eq.prim == Primitive::copy_start) {
+      start_copy(e, f, tickets);
+    } else if (eq.prim == Primitive::copy_done) {
+      f.copies->wait(tickets[static_cast<size_t>(eq.inputs[0])]);
+      if (address(f, eq.outputs[0]) != address(f, eq.inputs[0]))
+        throw Error(ErrorCode::internal, "memory plan: a copy's result is not where its copy_start wrote");
+    } else if (bodies_[e]) {
       if (eq.prim == Primitive::scan) run_scan(e, f);
       else run_call(e, f);
     } else {
@@ -144,11 +175,14 @@ void Executable::execute(const Frame& f) const {
         if (from != MemoryKind::device && to == MemoryKind::device) f.stats->bytes_to_device += bytes;
       }
     }
+    if (f.timeline && eq.prim != Primitive::copy_start && eq.prim != Primitive::copy_done)
+      f.timeline->compute(std::string(primitive_name(eq.prim)), begin, now_seconds());
     for (int b : plan.release_after[e]) take(b, false);
   }
 }
 
-std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStats& stats) const {
+std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStats& stats, CopyQueue& copies,
+                                   Timeline* timeline) const {
   const ir::Program& p = *program_;
   if (args.size() != p.inputs.size())
     throw Error(ErrorCode::invalid_argument,
@@ -168,10 +202,14 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
   }
   auto start = std::chrono::steady_clock::now();
   auto arenas = std::make_shared<Arenas>(plan_->arena_size);
+  arenas->set_timeline(timeline);
   stats = ExecutionStats{};
   f.arenas = arenas.get();
   f.stats = &stats;
+  f.copies = &copies;
+  f.timeline = timeline;
   execute(f);
+  arenas->set_timeline(nullptr);  // outputs keep the arenas; the timeline may go first
   stats.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   stats.device_high_water_bytes = device_args + arenas->high_water(MemoryKind::device);
   stats.host_high_water_bytes =

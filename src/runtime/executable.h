@@ -15,6 +15,8 @@
 #include "ferry/jit.h"
 #include "ir/program.h"
 #include "runtime/arena.h"
+#include "runtime/copy_queue.h"
+#include "runtime/timeline.h"
 #include "runtime/kernel.h"
 
 namespace ferry::runtime {
@@ -28,8 +30,10 @@ class Executable {
 
   // Checks the arguments against the program's inputs (count, dtype, shape, memory kind:
   // INVALID_ARGUMENT naming the argument), runs, and returns the outputs (views of the arena, which
-  // lives as long as any of them). Fills `stats` with what it measured.
-  std::vector<Array> run(const std::vector<Array>& args, ExecutionStats& stats) const;
+  // lives as long as any of them). Copies between memory kinds run on `copies`. Fills `stats` with
+  // what it measured, and `timeline` (may be null) with what happened when.
+  std::vector<Array> run(const std::vector<Array>& args, ExecutionStats& stats, CopyQueue& copies,
+                         Timeline* timeline = nullptr) const;
 
   const ir::Program& program() const { return *program_; }
   const compiler::MemoryPlan& plan() const { return *plan_; }
@@ -42,12 +46,15 @@ class Executable {
     std::vector<const void*> inputs;          // arguments or external inputs
     std::vector<void*> outputs;               // external outputs (bodies)
     ExecutionStats* stats = nullptr;
+    CopyQueue* copies = nullptr;
+    Timeline* timeline = nullptr;
   };
 
   void execute(const Frame& frame) const;
   void* address(const Frame& frame, ir::ValueId v) const;
   void run_scan(size_t e, const Frame& frame) const;
   void run_call(size_t e, const Frame& frame) const;
+  void start_copy(size_t e, const Frame& frame, std::vector<uint64_t>& tickets) const;
   Frame body_frame(size_t e, const Frame& frame) const;
 
   std::shared_ptr<const ir::Program> program_;

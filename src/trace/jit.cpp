@@ -1,4 +1,6 @@
 // jit's non-template half: trace sessions, Lowered and Compiled.
+#include <fstream>
+
 #include <fmt/format.h>
 
 #include "compiler/memory_analysis.h"
@@ -59,7 +61,19 @@ Lowered parse_program(const std::string& text) {
 
 std::vector<Array> Compiled::run(const std::vector<Array>& flat_args) const {
   ExecutionStats stats;
-  std::vector<Array> out = impl_->executable.run(flat_args, stats);
+  std::vector<Array> out = impl_->executable.run(flat_args, stats, impl_->copies);
+  std::lock_guard<std::mutex> lock(impl_->stats_mutex);
+  impl_->last_stats = stats;
+  return out;
+}
+
+std::vector<Array> Compiled::run_traced(const std::vector<Array>& flat_args, const std::string& trace_path) const {
+  runtime::Timeline timeline;
+  ExecutionStats stats;
+  std::vector<Array> out = impl_->executable.run(flat_args, stats, impl_->copies, &timeline);
+  std::ofstream file(trace_path, std::ios::binary);
+  file << timeline.to_json();
+  if (!file) throw Error(ErrorCode::invalid_argument, fmt::format("cannot write the trace to {}", trace_path));
   std::lock_guard<std::mutex> lock(impl_->stats_mutex);
   impl_->last_stats = stats;
   return out;

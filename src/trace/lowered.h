@@ -6,6 +6,7 @@
 
 #include "ferry/jit.h"
 #include "ir/program.h"
+#include "runtime/copy_queue.h"
 #include "runtime/executable.h"
 
 namespace ferry::detail {
@@ -21,6 +22,7 @@ struct CompiledImpl {
   CompileOptions options;
   mutable std::mutex stats_mutex;
   mutable ExecutionStats last_stats;
+  mutable runtime::CopyQueue copies;  // its own thread: copies overlap with compute
 };
 
 }  // namespace ferry::detail

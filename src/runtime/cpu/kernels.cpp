@@ -1,5 +1,5 @@
-// The CPU backend's kernel table: every primitive without a body has a kernel; the executable
-// runs primitives with bodies (scan) itself.
+// The CPU backend's kernel table: every primitive has a kernel except those the executable runs
+// itself (bodies, and the asynchronous copies of its copy queue).
 #include "runtime/cpu/kernels.h"
 
 #include "runtime/cpu/kernel_groups.h"
@@ -32,7 +32,8 @@ KernelFn kernel(Primitive p) {
     case concatenate: return concatenate_kernel;
     case device_put: case checkpoint_name:
       return device_put_kernel;
-    case scan: case checkpoint:
+    case scan: case checkpoint:    // bodies: run by the executable
+    case copy_start: case copy_done:  // asynchronous copies: run by the executable's copy queue
       return nullptr;
   }
   return nullptr;

@@ -1,0 +1,39 @@
+#include "compiler/lower_copies.h"
+
+#include <memory>
+#include <vector>
+
+namespace ferry::compiler {
+
+bool lower_copies(ir::Program& program) {
+  bool changed = false;
+  std::vector<ir::Equation> out;
+  out.reserve(program.equations.size());
+  for (ir::Equation& eq : program.equations) {
+    for (auto& body : eq.subprograms) {
+      auto copy = std::make_shared<ir::Program>(*body);
+      if (lower_copies(*copy)) {
+        body = copy;
+        changed = true;
+      }
+    }
+    if (eq.prim != Primitive::device_put || program.type(eq.inputs[0]).kind == program.type(eq.outputs[0]).kind) {
+      out.push_back(std::move(eq));
+      continue;
+    }
+    ir::Equation start = eq;
+    start.prim = Primitive::copy_start;
+    start.outputs = {program.add_value(program.type(eq.outputs[0]))};
+    ir::Equation done = eq;
+    done.prim = Primitive::copy_done;
+    done.params = ir::NoParams{};
+    done.inputs = {start.outputs[0], eq.inputs[0]};
+    out.push_back(std::move(start));
+    out.push_back(std::move(done));
+    changed = true;
+  }
+  program.equations = std::move(out);
+  return changed;
+}
+
+}  // namespace ferry::compiler

@@ -1,0 +1,60 @@
+#include "runtime/copy_queue.h"
+
+#include <chrono>
+#include <cstring>
+
+namespace ferry::runtime {
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+CopyQueue::CopyQueue() : thread_([this] { loop(); }) {}
+
+CopyQueue::~CopyQueue() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  work_.notify_all();
+  thread_.join();
+}
+
+uint64_t CopyQueue::enqueue(void* dst, const void* src, size_t bytes, Observer observer) {
+  uint64_t ticket;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ticket = next_ticket_++;
+    tasks_.push_back(Task{ticket, dst, src, bytes, std::move(observer)});
+  }
+  work_.notify_one();
+  return ticket;
+}
+
+void CopyQueue::wait(uint64_t ticket) {
+  std::unique_lock<std::mutex> lock(mu_);
+  done_.wait(lock, [&] { return finished_ >= ticket; });
+}
+
+void CopyQueue::loop() {
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping, nothing left
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    double begin = task.observer ? now_seconds() : 0;
+    if (task.bytes) std::memcpy(task.dst, task.src, task.bytes);
+    if (task.observer) task.observer(task.ticket, task.bytes, begin, now_seconds());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      finished_ = task.ticket;
+    }
+    done_.notify_all();
+  }
+}
+
+}  // namespace ferry::runtime

@@ -1,0 +1,50 @@
+// The copy queue: a thread that runs memory-kind copies in order, so they overlap with compute on
+// the calling thread. copy_start enqueues, copy_done waits for its ticket.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace ferry::runtime {
+
+class CopyQueue {
+ public:
+  // Called on the copy thread around each copy (for timelines), with steady-clock seconds.
+  using Observer = std::function<void(uint64_t ticket, size_t bytes, double begin, double end)>;
+
+  CopyQueue();
+  ~CopyQueue();
+  CopyQueue(const CopyQueue&) = delete;
+  CopyQueue& operator=(const CopyQueue&) = delete;
+
+  uint64_t enqueue(void* dst, const void* src, size_t bytes, Observer observer = nullptr);
+  // Blocks until the copy with this ticket (and every earlier one) has finished.
+  void wait(uint64_t ticket);
+
+ private:
+  struct Task {
+    uint64_t ticket;
+    void* dst;
+    const void* src;
+    size_t bytes;
+    Observer observer;
+  };
+  void loop();
+
+  std::mutex mu_;
+  std::condition_variable work_, done_;
+  std::deque<Task> tasks_;
+  uint64_t next_ticket_ = 1, finished_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Seconds on the steady clock (the timeline's time base).
+double now_seconds();
+
+}  // namespace ferry::runtime

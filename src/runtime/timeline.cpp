@@ -1,0 +1,47 @@
+#include "runtime/timeline.h"
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/copy_queue.h"
+
+namespace ferry::runtime {
+
+Timeline::Timeline() : origin_(now_seconds()) {}
+
+void Timeline::compute(std::string name, double begin, double end) {
+  std::lock_guard<std::mutex> lock(mu_);
+  slices_.push_back({std::move(name), 0, begin, end, 0});
+}
+
+void Timeline::copy(std::string name, int64_t bytes, double begin, double end) {
+  std::lock_guard<std::mutex> lock(mu_);
+  slices_.push_back({std::move(name), 1, begin, end, bytes});
+}
+
+void Timeline::live_bytes(MemoryKind kind, int64_t bytes, double at) {
+  std::lock_guard<std::mutex> lock(mu_);
+  samples_.push_back({kind, bytes, at});
+}
+
+std::string Timeline::to_json() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto us = [&](double t) { return (t - origin_) * 1e6; };
+  nlohmann::json events = nlohmann::json::array();
+  events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 0}, {"args", {{"name", "compute"}}}});
+  events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 1}, {"args", {{"name", "copies"}}}});
+  for (const Slice& s : slices_) {
+    nlohmann::json e = {{"name", s.name}, {"ph", "X"},          {"pid", 1},
+                        {"tid", s.lane},  {"ts", us(s.begin)}, {"dur", us(s.end) - us(s.begin)}};
+    if (s.lane == 1) e["args"] = {{"bytes", s.bytes}};
+    events.push_back(std::move(e));
+  }
+  for (const Sample& s : samples_)
+    events.push_back({{"name", std::string(memory_kind_name(s.kind)) + " bytes"},
+                      {"ph", "C"},
+                      {"pid", 1},
+                      {"ts", us(s.at)},
+                      {"args", {{"live", s.bytes}}}});
+  return nlohmann::json{{"traceEvents", events}, {"displayTimeUnit", "ms"}}.dump();
+}
+
+}  // namespace ferry::runtime
