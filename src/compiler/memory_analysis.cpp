@@ -27,6 +27,10 @@ std::string describe(const ir::Program& p, const Buffer& b, const std::vector<in
   if (b.scratch_of >= 0)
     return fmt::format("{} {}, a carry buffer of scan (equation {})", human_bytes(b.size), memory_kind_name(b.kind),
                        b.scratch_of);
+  if (b.stream_of >= 0)
+    return fmt::format("{} {}, a double buffer for the slices scan (equation {}) streams to or from host memory",
+                       human_bytes(b.size), memory_kind_name(b.kind), b.stream_of);
+  if (b.values.empty()) return fmt::format("{} {}", human_bytes(b.size), memory_kind_name(b.kind));
   ir::ValueId v = b.values.front();
   for (ir::ValueId u : b.values)
     if (prod[static_cast<size_t>(u)] <= t) v = u;

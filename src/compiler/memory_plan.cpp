@@ -65,7 +65,47 @@ int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
 
 }  // namespace
 
+Streams find_streams(const ir::Program& body, int num_carry, int num_xs) {
+  Streams s;
+  const size_t nv = body.values.size();
+  std::vector<int> readers(nv, 0), producer(nv, -1);
+  std::vector<char> is_input(nv, 0), is_output(nv, 0);
+  for (ir::ValueId v : body.inputs) is_input[static_cast<size_t>(v)] = 1;
+  for (ir::ValueId v : body.outputs) is_output[static_cast<size_t>(v)] = 1;
+  for (size_t e = 0; e < body.equations.size(); ++e) {
+    for (ir::ValueId v : body.equations[e].inputs) ++readers[static_cast<size_t>(v)];
+    for (ir::ValueId v : body.equations[e].outputs) producer[static_cast<size_t>(v)] = static_cast<int>(e);
+  }
+  for (const ir::Equation& done : body.equations) {
+    if (done.prim != Primitive::copy_done) continue;
+    const ir::Equation& start = body.equations[static_cast<size_t>(producer[static_cast<size_t>(done.inputs[0])])];
+    ir::ValueId src = start.inputs[0], result = done.outputs[0];
+    if (readers[static_cast<size_t>(done.inputs[0])] != 1) continue;
+    // Prefetch: an xs slice in host memory, read by nothing but this copy to the device.
+    for (int i = num_carry; i < num_carry + num_xs; ++i)
+      if (body.inputs[static_cast<size_t>(i)] == src && readers[static_cast<size_t>(src)] == 2 &&
+          body.type(result).kind == MemoryKind::device && !is_output[static_cast<size_t>(result)])
+        s.prefetched.emplace_back(result, i);
+    // Postpone: a ys output in host memory filled from a device value computed in the body.
+    for (size_t o = static_cast<size_t>(num_carry); o < body.outputs.size(); ++o)
+      if (body.outputs[o] == result && body.type(src).kind == MemoryKind::device && !is_input[static_cast<size_t>(src)] &&
+          !is_output[static_cast<size_t>(src)] && producer[static_cast<size_t>(src)] >= 0)
+        s.postponed.emplace_back(src, static_cast<int>(o));
+  }
+  return s;
+}
+
+namespace {
+std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool outputs_external, const Streams* streams);
+}
+
 std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& p, bool outputs_external) {
+  return plan_program(p, outputs_external, nullptr);
+}
+
+namespace {
+
+std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool outputs_external, const Streams* streams) {
   auto plan = std::make_shared<MemoryPlan>();
   const int n = static_cast<int>(p.equations.size());
   const size_t nv = p.values.size();
@@ -73,6 +113,7 @@ std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& p, bool outputs
   plan->bodies.resize(static_cast<size_t>(n));
   plan->acquire_before.resize(static_cast<size_t>(n));
   plan->release_after.resize(static_cast<size_t>(n));
+  plan->skip.assign(static_cast<size_t>(n), 0);
 
   std::vector<int> last(nv, -1);
   for (size_t i = 0; i < p.inputs.size(); ++i) {
@@ -95,6 +136,34 @@ std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& p, bool outputs
     }
   }
 
+  // Streamed slices: the scan runner does these copies; the body sees extra external values.
+  if (streams != nullptr) {
+    std::vector<int> producer(nv, -1);
+    for (int e = 0; e < n; ++e)
+      for (ir::ValueId v : p.equations[static_cast<size_t>(e)].outputs) producer[static_cast<size_t>(v)] = e;
+    auto skip_copy = [&](int done) {
+      plan->skip[static_cast<size_t>(done)] = 1;
+      plan->skip[static_cast<size_t>(producer[static_cast<size_t>(p.equations[static_cast<size_t>(done)].inputs[0])])] = 1;
+    };
+    int extra_in = static_cast<int>(p.inputs.size()), extra_out = static_cast<int>(p.outputs.size());
+    for (auto [value, input] : streams->prefetched) {
+      Slot& s = plan->slots[static_cast<size_t>(value)];
+      s = Slot{Slot::Where::external_input, p.type(value).kind, -1, extra_in++};
+      skip_copy(producer[static_cast<size_t>(value)]);
+      (void)input;
+    }
+    for (auto [value, output] : streams->postponed) {
+      plan->slots[static_cast<size_t>(value)] = Slot{Slot::Where::external_output, p.type(value).kind, -1, extra_out++};
+      skip_copy(producer[static_cast<size_t>(p.outputs[static_cast<size_t>(output)])]);
+    }
+    for (int e = 0; e < n; ++e)
+      if (plan->skip[static_cast<size_t>(e)])
+        for (ir::ValueId v : p.equations[static_cast<size_t>(e)].outputs) {
+          Slot& s = plan->slots[static_cast<size_t>(v)];
+          if (s.where == Slot::Where::arena) s = Slot{Slot::Where::external_input, p.type(v).kind, -1, -1};
+        }
+  }
+
   // A copy whose result is an external output fills that destination directly.
   for (const ir::Equation& eq : p.equations)
     if (eq.prim == Primitive::copy_done) {
@@ -114,10 +183,11 @@ std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& p, bool outputs
   for (int e = 0; e < n; ++e) {
     const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
     std::vector<size_t> candidates = in_place_candidates(eq);
+    if (plan->skip[static_cast<size_t>(e)]) continue;  // the scan runner's copy
     for (ir::ValueId v : eq.outputs) {
       Slot& s = plan->slots[static_cast<size_t>(v)];
       s.kind = p.type(v).kind;
-      if (s.where == Slot::Where::external_output) continue;
+      if (s.where == Slot::Where::external_output || s.where == Slot::Where::external_input) continue;
       int end = std::max(last[static_cast<size_t>(v)], e);
       int shared = -1;
       for (size_t c : candidates) {
@@ -141,7 +211,30 @@ std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& p, bool outputs
     }
     if (eq.prim == Primitive::scan || eq.prim == Primitive::checkpoint) {
       BodyPlan body;
-      body.plan = plan_memory(*eq.subprograms.at(0), /*outputs_external=*/true);
+      const ir::Program& sub = *eq.subprograms.at(0);
+      Streams found;
+      if (eq.prim == Primitive::scan) {
+        const auto& sp = std::get<ir::ScanParams>(eq.params);
+        found = find_streams(sub, static_cast<int>(sp.num_carry), static_cast<int>(sp.num_xs));
+      }
+      body.plan = plan_program(sub, /*outputs_external=*/true, &found);
+      int extra_in = static_cast<int>(sub.inputs.size()), extra_out = static_cast<int>(sub.outputs.size());
+      for (auto [value, input] : found.prefetched) {
+        StreamedSlice s{input, extra_in++, {}};
+        for (int& b : s.buffers) {
+          b = new_buffer(MemoryKind::device, sub.type(value).size_bytes(), e, e);
+          plan->buffers[static_cast<size_t>(b)].stream_of = e;
+        }
+        body.prefetched.push_back(s);
+      }
+      for (auto [value, output] : found.postponed) {
+        StreamedSlice s{output, extra_out++, {}};
+        for (int& b : s.buffers) {
+          b = new_buffer(MemoryKind::device, sub.type(value).size_bytes(), e, e);
+          plan->buffers[static_cast<size_t>(b)].stream_of = e;
+        }
+        body.postponed.push_back(s);
+      }
       for (int k = 0; k < kNumMemoryKinds; ++k)
         if (body.plan->arena_size[static_cast<size_t>(k)] > 0) {
           body.region[static_cast<size_t>(k)] =
@@ -185,5 +278,7 @@ std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& p, bool outputs
     }
   return plan;
 }
+
+}  // namespace
 
 }  // namespace ferry::compiler

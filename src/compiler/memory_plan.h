@@ -44,12 +44,27 @@ struct Buffer {
   std::vector<ir::ValueId> values;  // the values it holds (several when written in place)
   int body_of = -1;                 // >= 0: the body region of that equation
   int scratch_of = -1;              // >= 0: a carry scratch buffer of that scan equation
+  int stream_of = -1;               // >= 0: a double buffer of a streamed slice of that scan
+};
+
+// Scan steps overlap their host copies with compute across steps (double buffering):
+// - a prefetched input: an xs slice in host memory whose only use in the body is a copy to the
+//   device. The scan runner copies slice i+1 into one of two device buffers while step i runs on
+//   the other; the body sees the fetched value as an extra external input and skips its copy.
+// - a postponed output: a ys slice in host memory that the body fills by copying a device value.
+//   The body writes that value into one of two device buffers instead, and the runner copies it to
+//   the host stack while the next step runs; the body skips its copy.
+struct StreamedSlice {
+  int io = -1;                 // the body input (prefetch) or output (postpone) it replaces
+  int external = -1;           // the extra external input/output index the body uses instead
+  std::array<int, 2> buffers{-1, -1};  // the two device buffers (in the enclosing plan)
 };
 
 struct BodyPlan {
   std::shared_ptr<const MemoryPlan> plan;
   std::array<int, kNumMemoryKinds> region{-1, -1, -1};  // buffer per kind (-1: the body needs none)
   std::vector<int> carry_scratch;                        // scan: buffer per carry
+  std::vector<StreamedSlice> prefetched, postponed;      // scan: double-buffered host slices
 };
 
 struct MemoryPlan {
@@ -59,7 +74,7 @@ struct MemoryPlan {
   std::array<int64_t, kNumMemoryKinds> arena_size{};
   // For the runtime: buffers to take before an equation runs, and to give back after it.
   std::vector<std::vector<int>> acquire_before, release_after;  // per equation
-  std::vector<int> release_at_end;  // top level: none (outputs); bodies: none either
+  std::vector<char> skip;  // per equation: a copy the enclosing scan runner does instead
   // The schedule position where the live bytes of each kind peak, and those bytes.
   std::array<int, kNumMemoryKinds> peak_position{};
   std::array<int64_t, kNumMemoryKinds> peak_live{};
@@ -68,5 +83,12 @@ struct MemoryPlan {
 // Plans a scheduled program. Top level (outputs_external = false): inputs are arguments and
 // outputs live in the arena until the end. Bodies (true): inputs and outputs are external.
 std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& program, bool outputs_external);
+
+// What a scan runner streams for a body (see StreamedSlice), as (body value, input/output index).
+struct Streams {
+  std::vector<std::pair<ir::ValueId, int>> prefetched;  // fetched value, xs input index
+  std::vector<std::pair<ir::ValueId, int>> postponed;   // device value, ys output index
+};
+Streams find_streams(const ir::Program& body, int num_carry, int num_xs);
 
 }  // namespace ferry::compiler

@@ -79,37 +79,78 @@ void Executable::run_scan(size_t e, const Frame& f) const {
   const auto& p = std::get<ir::ScanParams>(eq.params);
   const size_t nc = static_cast<size_t>(p.num_carry), nx = static_cast<size_t>(p.num_xs);
   const compiler::BodyPlan& bp = *plan_->bodies[e];
+  auto buffer_address = [&](int b) {
+    const compiler::Buffer& buf = plan_->buffers[static_cast<size_t>(b)];
+    return f.arenas->base(buf.kind) + f.origin[compiler::kind_index(buf.kind)] + buf.offset;
+  };
   Frame step = body_frame(e, f);
   std::vector<const void*> carry(nc);
   std::vector<void*> out_carry(nc), scratch(nc);
   for (size_t j = 0; j < nc; ++j) {
     carry[j] = address(f, eq.inputs[j]);
     out_carry[j] = address(f, eq.outputs[j]);
-    const compiler::Buffer& b = plan_->buffers[static_cast<size_t>(bp.carry_scratch[j])];
-    scratch[j] = f.arenas->base(b.kind) + f.origin[compiler::kind_index(b.kind)] + b.offset;
+    scratch[j] = buffer_address(bp.carry_scratch[j]);
   }
-  step.inputs.resize(eq.inputs.size());
-  step.outputs.resize(body.outputs.size());
+  step.inputs.resize(eq.inputs.size() + bp.prefetched.size());
+  step.outputs.resize(body.outputs.size() + bp.postponed.size());
   for (size_t j = nc + nx; j < eq.inputs.size(); ++j) step.inputs[j] = address(f, eq.inputs[j]);
+  auto index_of = [&](int64_t s) { return p.reverse ? p.length - 1 - s : s; };
+  auto slice = [&](ir::ValueId stacked, ir::ValueId body_value, int64_t i) {
+    return static_cast<char*>(address(f, stacked)) + i * body.type(body_value).size_bytes();
+  };
+  // Double-buffered streams: (ticket, buffer) per parity.
+  auto copy = [&](void* dst, const void* src, int64_t bytes, bool to_host) {
+    (to_host ? f.stats->bytes_to_host : f.stats->bytes_to_device) += bytes;
+    CopyQueue::Observer observer;
+    if (f.timeline) {
+      Timeline* timeline = f.timeline;
+      std::string name = to_host ? "scan: device -> host (streamed)" : "scan: host -> device (prefetch)";
+      observer = [timeline, name](uint64_t, size_t n, double begin, double end) {
+        timeline->copy(name, static_cast<int64_t>(n), begin, end);
+      };
+    }
+    return f.copies->enqueue(dst, src, static_cast<size_t>(bytes), observer);
+  };
+  std::vector<std::array<uint64_t, 2>> fetch_ticket(bp.prefetched.size()), store_ticket(bp.postponed.size());
+  auto prefetch = [&](size_t k, int64_t s) {
+    const compiler::StreamedSlice& st = bp.prefetched[k];
+    ir::ValueId in = body.inputs[static_cast<size_t>(st.io)];
+    fetch_ticket[k][s % 2] = copy(buffer_address(st.buffers[s % 2]), slice(eq.inputs[static_cast<size_t>(st.io)], in, index_of(s)),
+                                  body.type(in).size_bytes(), false);
+  };
+  if (p.length > 0)
+    for (size_t k = 0; k < bp.prefetched.size(); ++k) prefetch(k, 0);
   for (int64_t s = 0; s < p.length; ++s) {
-    const int64_t i = p.reverse ? p.length - 1 - s : s;
+    const int64_t i = index_of(s);
     // Carries alternate between the scratch buffer and the output so the last step lands in the output.
     const bool to_output = (p.length - 1 - s) % 2 == 0;
     for (size_t j = 0; j < nc; ++j) {
       step.inputs[j] = carry[j];
       step.outputs[j] = to_output ? out_carry[j] : scratch[j];
     }
-    for (size_t j = 0; j < nx; ++j) {
-      int64_t bytes = body.type(body.inputs[nc + j]).size_bytes();
-      step.inputs[nc + j] = static_cast<const char*>(address(f, eq.inputs[nc + j])) + i * bytes;
+    for (size_t j = 0; j < nx; ++j) step.inputs[nc + j] = slice(eq.inputs[nc + j], body.inputs[nc + j], i);
+    for (size_t j = nc; j < body.outputs.size(); ++j) step.outputs[j] = slice(eq.outputs[j], body.outputs[j], i);
+    for (size_t k = 0; k < bp.prefetched.size(); ++k) {
+      f.copies->wait(fetch_ticket[k][s % 2]);
+      step.inputs[static_cast<size_t>(bp.prefetched[k].external)] = buffer_address(bp.prefetched[k].buffers[s % 2]);
+      if (s + 1 < p.length) prefetch(k, s + 1);  // the next slice comes in while this step computes
     }
-    for (size_t j = nc; j < body.outputs.size(); ++j) {
-      int64_t bytes = body.type(body.outputs[j]).size_bytes();
-      step.outputs[j] = static_cast<char*>(address(f, eq.outputs[j])) + i * bytes;
+    for (size_t k = 0; k < bp.postponed.size(); ++k) {
+      if (store_ticket[k][s % 2]) f.copies->wait(store_ticket[k][s % 2]);  // the buffer's last copy out
+      step.outputs[static_cast<size_t>(bp.postponed[k].external)] = buffer_address(bp.postponed[k].buffers[s % 2]);
     }
     bodies_[e]->execute(step);
+    for (size_t k = 0; k < bp.postponed.size(); ++k) {
+      const compiler::StreamedSlice& st = bp.postponed[k];
+      ir::ValueId out = body.outputs[static_cast<size_t>(st.io)];
+      store_ticket[k][s % 2] = copy(slice(eq.outputs[static_cast<size_t>(st.io)], out, i),
+                                    buffer_address(st.buffers[s % 2]), body.type(out).size_bytes(), true);
+    }
     for (size_t j = 0; j < nc; ++j) carry[j] = step.outputs[j];
   }
+  for (auto& t : store_ticket)
+    for (uint64_t ticket : t)
+      if (ticket) f.copies->wait(ticket);
   if (p.length == 0)
     for (size_t j = 0; j < nc; ++j) {
       size_t bytes = static_cast<size_t>(program_->type(eq.outputs[j]).size_bytes());
@@ -151,6 +192,7 @@ void Executable::execute(const Frame& f) const {
   std::vector<uint64_t> tickets(p.values.size(), 0);  // copies in flight, by destination value
   for (size_t e = 0; e < p.equations.size(); ++e) {
     const ir::Equation& eq = p.equations[e];
+    if (plan.skip[e]) continue;  // a copy the enclosing scan runner streams
     for (int b : plan.acquire_before[e]) take(b, true);
     double begin = f.timeline ? now_seconds() : 0;
     if (eq.prim == Primitive::copy_start) {
