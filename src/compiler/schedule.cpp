@@ -55,14 +55,22 @@ bool schedule_for_memory(ir::Program& program) {
       if (!pinned[static_cast<size_t>(v)] && unread[static_cast<size_t>(v)] == 1) s -= device_bytes(v);
     return s;
   };
-  // Ready equations ordered by (rematerialized, score, program order). A score changes only when
-  // one of the equation's inputs gets down to its last reader, so keys are updated then.
-  using Key = std::tuple<bool, int64_t, size_t>;
+  // Where each equation's results are first read in program order: among equal scores, work whose
+  // results are needed soonest goes first (a value for the backward pass waits for it).
+  std::vector<size_t> first_need(n, n);
+  for (size_t e = 0; e < n; ++e)
+    for (ir::ValueId v : program.equations[e].outputs)
+      for (int r : readers[static_cast<size_t>(v)]) first_need[e] = std::min(first_need[e], static_cast<size_t>(r));
+  // Ready equations ordered by: rematerialized last; then those that free device memory (most
+  // first); then those that add some, in the order their results are needed. A score changes only
+  // when one of the equation's inputs gets down to its last reader, so keys are updated then.
+  using Key = std::tuple<bool, bool, int64_t, size_t>;
   std::set<Key> ready;
   std::vector<Key> key_of(n);
   std::vector<char> is_ready(n, 0);
   auto make_ready = [&](size_t e) {
-    key_of[e] = Key{program.equations[e].rematerialized, score(e), e};
+    int64_t s = score(e);
+    key_of[e] = Key{program.equations[e].rematerialized, s > 0, s > 0 ? static_cast<int64_t>(first_need[e]) : s, e};
     ready.insert(key_of[e]);
     is_ready[e] = 1;
   };
@@ -71,7 +79,7 @@ bool schedule_for_memory(ir::Program& program) {
   std::vector<size_t> order;
   order.reserve(n);
   while (!ready.empty()) {
-    size_t best = std::get<2>(*ready.begin());
+    size_t best = std::get<3>(*ready.begin());
     ready.erase(ready.begin());
     is_ready[best] = 0;
     order.push_back(best);
