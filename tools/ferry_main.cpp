@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "demo.h"
 #include "ferry/ferry.h"
 
 namespace fy = ferry;
@@ -28,7 +29,7 @@ fy::Array random_array(const fy::Shape& shape, uint64_t seed, float scale) {
   return fy::Array::from(v, shape);
 }
 
-int demo() {
+int run_mlp_demo_impl() {
   // A two-layer tanh MLP on a batch, with its squared-error loss: parameters come as a list.
   auto model = fy::jit(
       [](fy::Tensor x, std::vector<fy::Tensor> params, fy::Tensor target) {
@@ -129,7 +130,12 @@ int run(const std::string& path, int64_t limit) {
 int main(int argc, char** argv) {
   CLI::App app{"ferry: trace, differentiate and compile array programs that fit in device memory"};
   app.require_subcommand(1);
-  app.add_subcommand("demo", "trace, lower, compile and run a built-in model; print its program and outputs");
+  ferry::tools::DemoOptions demo_options;
+  auto* demo_cmd = app.add_subcommand(
+      "demo", "train a built-in GPT under a device memory limit; compare checkpoint policies first");
+  demo_cmd->add_option("--steps", demo_options.steps, "training steps")->check(CLI::Range(1, 100000));
+  demo_cmd->add_option("--min-factor", demo_options.min_factor, "fail unless the loss falls by this factor");
+  app.add_subcommand("mlp", "trace, print, compile, run and train a small MLP");
   std::string path;
   auto* check_cmd = app.add_subcommand("check", "parse and verify IR text; print it canonically");
   check_cmd->add_option("file", path, "IR text file")->required();
@@ -143,7 +149,8 @@ int main(int argc, char** argv) {
                     "device bytes the plan may use (0: none; default from FERRY_DEVICE_MEMORY_LIMIT)");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (app.got_subcommand("demo")) return demo();
+    if (app.got_subcommand("demo")) return ferry::tools::run_demo(demo_options);
+    if (app.got_subcommand("mlp")) return run_mlp_demo_impl();
     if (app.got_subcommand("check")) return check(path);
     if (app.got_subcommand("run")) return run(path, limit);
     if (app.got_subcommand("memory")) return memory(path, limit);

@@ -7,6 +7,7 @@
 #include "ferry/checkpoint.h"
 #include "ferry/error.h"
 #include "ferry/jit.h"
+#include "ferry/optim.h"
 #include "ferry/primitive.h"
 #include "ferry/scan.h"
 #include "ferry/tensor.h"

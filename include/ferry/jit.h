@@ -56,6 +56,14 @@ struct MemoryStats {
   int64_t host_peak_memory_in_bytes = 0;
 };
 
+// The compiled program's work by the cost model (scan bodies counted once per step).
+struct CostStats {
+  double flops = 0;
+  double recompute_flops = 0;     // of the equations a backward pass recomputes (marked !remat)
+  int64_t bytes_to_host = 0;      // copies planned from the device to host kinds
+  int64_t bytes_to_device = 0;    // and back
+};
+
 // What the last run measured.
 struct ExecutionStats {
   int64_t device_high_water_bytes = 0;  // arguments + the highest arena byte in use
@@ -90,6 +98,7 @@ class Compiled {
   MemoryStats memory_analysis() const;
   // memory_analysis() in words, with the largest buffers live at the device peak.
   std::string memory_report() const;
+  CostStats cost_analysis() const;
   // What the most recent run measured (zeros before the first run).
   ExecutionStats execution_stats() const;
   // The types run() takes and returns, flattened.

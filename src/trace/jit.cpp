@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/cost_analysis.h"
 #include "compiler/memory_analysis.h"
 #include "compiler/memory_plan.h"
 #include "compiler/pipeline.h"
@@ -78,6 +79,8 @@ std::vector<Array> Compiled::run_traced(const std::vector<Array>& flat_args, con
   impl_->last_stats = stats;
   return out;
 }
+
+CostStats Compiled::cost_analysis() const { return compiler::cost_stats(*impl_->program); }
 
 MemoryStats Compiled::memory_analysis() const { return compiler::memory_stats(*impl_->program, *impl_->plan); }
 

@@ -1,0 +1,92 @@
+#include "training.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace ferry::models {
+
+std::vector<std::string> gpt_names() { return {"query_proj", "key_proj", "value_proj", "out_proj", "mlpwi", "mlpwo"}; }
+std::vector<std::string> scan_mlp_names() { return {"x"}; }
+
+std::vector<NamedPolicy> benchmark_policies(const std::vector<std::string>& names) {
+  using namespace policies;
+  return {{"no checkpoint", std::nullopt},
+          {"nothing_saveable", nothing_saveable},
+          {"dots_saveable", dots_saveable},
+          {"dots_with_no_batch_dims_saveable", dots_with_no_batch_dims_saveable},
+          {"offload_dot_with_no_batch_dims", offload_dot_with_no_batch_dims(MemoryKind::device, MemoryKind::pinned_host)},
+          {"names saved", save_only_these_names(names)},
+          {"names offloaded", save_and_offload_only_these_names({}, names, MemoryKind::device, MemoryKind::pinned_host)}};
+}
+
+Compiled compile_gpt_train_step(const GptConfig& c, const std::optional<Policy>& policy, int64_t device_limit,
+                                double learning_rate) {
+  auto step = jit(
+      [c, policy, learning_rate](std::vector<Tensor> p, std::vector<Tensor> m, std::vector<Tensor> v, Tensor count,
+                                 Tensor tokens, Tensor targets) {
+        auto [loss, grads] =
+            value_and_grad([&](std::vector<Tensor> q) { return gpt_loss(q, tokens, targets, c, policy); })(p);
+        optim::AdamResult r = optim::adam(p, grads, m, v, count, learning_rate);
+        return std::tuple{loss, r.params, r.m, r.v, r.step};
+      },
+      "gpt_train_step");
+  std::vector<ShapeDtype> params = gpt_param_specs(c);
+  ShapeDtype tokens{{c.batch, c.seq}, DType::i32};
+  return step.lower(params, params, params, ShapeDtype{{}}, tokens, tokens).compile({.device_memory_limit = device_limit});
+}
+
+Compiled compile_scan_mlp_grad(const ScanMlpConfig& c, const std::optional<Policy>& policy, int64_t device_limit) {
+  auto step = jit(
+      [policy](Tensor x, std::vector<Tensor> w) {
+        return value_and_grad([&](std::vector<Tensor> q) { return scan_mlp_loss(x, q, policy); })(w);
+      },
+      "scan_mlp_grad");
+  return step.lower(ShapeDtype{{c.batch, c.width}}, scan_mlp_param_specs(c)).compile({.device_memory_limit = device_limit});
+}
+
+GptTrainer::GptTrainer(const GptConfig& c, Compiled compiled, uint32_t seed)
+    : config(c), step(std::move(compiled)), params(gpt_params(c, seed)), count(zeros({})) {
+  for (const Array& p : params) {
+    m.push_back(zeros(p.shape()));
+    v.push_back(zeros(p.shape()));
+  }
+}
+
+float GptTrainer::train(const Array& tokens, const Array& targets) {
+  std::vector<Array> args = params;
+  args.insert(args.end(), m.begin(), m.end());
+  args.insert(args.end(), v.begin(), v.end());
+  args.push_back(count);
+  args.push_back(tokens);
+  args.push_back(targets);
+  std::vector<Array> out = step.run(args);
+  const size_t n = params.size();
+  params.assign(out.begin() + 1, out.begin() + 1 + static_cast<std::ptrdiff_t>(n));
+  m.assign(out.begin() + 1 + static_cast<std::ptrdiff_t>(n), out.begin() + 1 + static_cast<std::ptrdiff_t>(2 * n));
+  v.assign(out.begin() + 1 + static_cast<std::ptrdiff_t>(2 * n), out.begin() + 1 + static_cast<std::ptrdiff_t>(3 * n));
+  count = out.back();
+  return out[0].to_vector<float>()[0];
+}
+
+StepReport measure_step(const std::string& policy, const Compiled& c, const std::vector<Array>& args, int repeats) {
+  StepReport r;
+  r.policy = policy;
+  MemoryStats m = c.memory_analysis();
+  CostStats cost = c.cost_analysis();
+  r.device_peak = m.peak_memory_in_bytes;
+  r.host_bytes = m.host_peak_memory_in_bytes;
+  r.recompute_flops = cost.recompute_flops;
+  r.copy_bytes = cost.bytes_to_host + cost.bytes_to_device;
+  std::vector<double> times;
+  c.run(args);  // warm up
+  for (int i = 0; i < repeats; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    c.run(args);
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  r.step_seconds = times.empty() ? 0 : times[times.size() / 2];
+  return r;
+}
+
+}  // namespace ferry::models
