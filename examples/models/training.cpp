@@ -74,6 +74,7 @@ StepReport measure_step(const std::string& policy, const Compiled& c, const std:
   MemoryStats m = c.memory_analysis();
   CostStats cost = c.cost_analysis();
   r.device_peak = m.peak_memory_in_bytes;
+  r.temp_bytes = m.temp_size_in_bytes;
   r.host_bytes = m.host_peak_memory_in_bytes;
   r.recompute_flops = cost.recompute_flops;
   r.copy_bytes = cost.bytes_to_host + cost.bytes_to_device;

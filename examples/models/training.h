@@ -44,7 +44,7 @@ struct StepReport {
   std::string policy;
   bool fits = true;
   std::string error;  // when it does not fit (RESOURCE_EXHAUSTED) or fails
-  int64_t device_peak = 0, host_bytes = 0, copy_bytes = 0;
+  int64_t device_peak = 0, temp_bytes = 0, host_bytes = 0, copy_bytes = 0;
   double recompute_flops = 0, step_seconds = 0;
 };
 StepReport measure_step(const std::string& policy, const Compiled& c, const std::vector<Array>& args, int repeats);

@@ -1,0 +1,348 @@
+"""ferry's benchmark rows beside JAX's and PyTorch's (CPU) on the same models and policies.
+
+Reads the rows bench/suite_bench wrote (--json), runs the same models under JAX
+(jax.checkpoint policies, compiled memory_analysis() temp size, median step time) and PyTorch
+(torch.utils.checkpoint / selective checkpointing / save_on_cpu, bytes saved for backward, median
+step time), checks ferry's gradients against JAX's on the small configurations bench/suite_bench
+dumped (--dump), prints everything side by side with ratios, and appends it to BENCHMARKS.md.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+import torch
+import torch.utils.checkpoint as tcp
+from jax.ad_checkpoint import checkpoint_name
+
+jax.config.update("jax_platforms", "cpu")
+
+GPT_NAMES = ["query_proj", "key_proj", "value_proj", "out_proj", "mlpwi", "mlpwo"]
+POLICIES = ["no checkpoint", "nothing_saveable", "dots_saveable", "dots_with_no_batch_dims_saveable",
+            "offload_dot_with_no_batch_dims", "names saved", "names offloaded"]
+
+
+# ---------------------------------------------------------------- JAX models (as ferry's models.cpp)
+
+def jax_policy(name, names):
+    cp = jax.checkpoint_policies
+    return {
+        "nothing_saveable": cp.nothing_saveable,
+        "dots_saveable": cp.dots_saveable,
+        "dots_with_no_batch_dims_saveable": cp.dots_with_no_batch_dims_saveable,
+        "offload_dot_with_no_batch_dims": cp.offload_dot_with_no_batch_dims("device", "pinned_host"),
+        "names saved": cp.save_only_these_names(*names),
+        "names offloaded": cp.save_and_offload_only_these_names(
+            names_which_can_be_saved=[], names_which_can_be_offloaded=names,
+            offload_src="device", offload_dst="pinned_host"),
+    }.get(name)
+
+
+def maybe_remat(f, policy_name, names):
+    if policy_name == "no checkpoint":
+        return f
+    return jax.checkpoint(f, policy=jax_policy(policy_name, names))
+
+
+def jax_scan_mlp_loss(x, w1, w2, policy_name):
+    def layer(h, w):
+        h = checkpoint_name(h, "x")
+        return (h @ w[0]) @ w[1], None
+    layer = maybe_remat(layer, policy_name, ["x"])
+    out, _ = jax.lax.scan(layer, x, (w1, w2))
+    return jnp.sum(out)
+
+
+def layer_norm(x, g, b):
+    mu = jnp.mean(x, axis=-1, keepdims=True)
+    xc = x - mu
+    var = jnp.mean(xc * xc, axis=-1, keepdims=True)
+    return xc * jax.lax.rsqrt(var + 1e-5) * g + b
+
+
+def gelu(x):
+    return 0.5 * x * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
+def jax_gpt_loss(p, tokens, targets, cfg, policy_name):
+    B, S, D, H, V = cfg["batch"], cfg["seq"], cfg["d_model"], cfg["heads"], cfg["vocab"]
+    Dh = D // H
+    name = checkpoint_name
+    x = jax.nn.one_hot(tokens, V, dtype=jnp.float32) @ p["embed"] + p["pos"]
+
+    def block(h, w):
+        ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w_in, b_in, w_out, b_out = w
+        a = layer_norm(h, ln1_g, ln1_b)
+        heads = lambda t: jnp.transpose(t.reshape(B, S, H, Dh), (0, 2, 1, 3))
+        q = heads(name(a @ wq, "query_proj"))
+        k = heads(name(a @ wk, "key_proj"))
+        v = heads(name(a @ wv, "value_proj"))
+        scores = jnp.einsum("bhsd,bhtd->bhst", q, k) * (1.0 / math.sqrt(Dh))
+        row = jax.lax.broadcasted_iota(jnp.int32, (B, H, S, S), 2)
+        col = jax.lax.broadcasted_iota(jnp.int32, (B, H, S, S), 3)
+        scores = jnp.where(col <= row, scores, -1e9)
+        e = jnp.exp(scores - jnp.max(scores, axis=3, keepdims=True))
+        attn = e / jnp.sum(e, axis=3, keepdims=True)
+        o = jnp.einsum("bhst,bhtd->bhsd", attn, v)
+        o = jnp.transpose(o, (0, 2, 1, 3)).reshape(B, S, D)
+        h = h + name(o @ wo, "out_proj")
+        m = layer_norm(h, ln2_g, ln2_b)
+        m = gelu(name(m @ w_in, "mlpwi") + b_in)
+        h = h + name(m @ w_out, "mlpwo") + b_out
+        return h, None
+
+    block = maybe_remat(block, policy_name, GPT_NAMES)
+    stacked = tuple(p[n] for n in ["ln1_g", "ln1_b", "wq", "wk", "wv", "wo", "ln2_g", "ln2_b", "w_in", "b_in",
+                                   "w_out", "b_out"])
+    x, _ = jax.lax.scan(block, x, stacked)
+    logits = layer_norm(x, p["ln_f_g"], p["ln_f_b"]) @ p["unembed"]
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    return -jnp.mean(jnp.sum(logp * jax.nn.one_hot(targets, V, dtype=jnp.float32), axis=-1))
+
+
+def gpt_shapes(cfg):
+    L, D, V, S = cfg["layers"], cfg["d_model"], cfg["vocab"], cfg["seq"]
+    F = 4 * D
+    return {"embed": (V, D), "pos": (S, D), "ln1_g": (L, D), "ln1_b": (L, D), "wq": (L, D, D), "wk": (L, D, D),
+            "wv": (L, D, D), "wo": (L, D, D), "ln2_g": (L, D), "ln2_b": (L, D), "w_in": (L, D, F), "b_in": (L, F),
+            "w_out": (L, F, D), "b_out": (L, D), "ln_f_g": (D,), "ln_f_b": (D,), "unembed": (D, V)}
+
+
+def adam(p, g, m, v, t, lr=3e-3, b1=0.9, b2=0.999, eps=1e-8):
+    t = t + 1.0
+    m = jax.tree_util.tree_map(lambda mi, gi: mi * b1 + gi * (1 - b1), m, g)
+    v = jax.tree_util.tree_map(lambda vi, gi: vi * b2 + gi * gi * (1 - b2), v, g)
+    c1, c2 = 1 - b1 ** t, 1 - b2 ** t
+    p = jax.tree_util.tree_map(lambda pi, mi, vi: pi - (mi / c1) / (jnp.sqrt(vi / c2) + eps) * lr, p, m, v)
+    return p, m, v, t
+
+
+def median_time(f, repeats):
+    f()  # warm up
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def run_jax(model, cfg, policy_name, repeats):
+    rng = np.random.default_rng(0)
+    if model == "scan_mlp":
+        x = jnp.asarray(rng.standard_normal((cfg["batch"], cfg["width"]), dtype=np.float32))
+        w1 = jnp.asarray(rng.standard_normal((cfg["layers"], cfg["width"], cfg["hidden"]), dtype=np.float32) * 0.06)
+        w2 = jnp.asarray(rng.standard_normal((cfg["layers"], cfg["hidden"], cfg["width"]), dtype=np.float32) * 0.03)
+        f = jax.jit(jax.value_and_grad(lambda w, x: jax_scan_mlp_loss(x, w[0], w[1], policy_name)))
+        args = ((w1, w2), x)
+    else:
+        p = {n: jnp.asarray(rng.standard_normal(s, dtype=np.float32) * 0.05) for n, s in gpt_shapes(cfg).items()}
+        zeros = jax.tree_util.tree_map(jnp.zeros_like, p)
+        tokens = jnp.asarray(rng.integers(1, cfg["vocab"], (cfg["batch"], cfg["seq"]), dtype=np.int32))
+
+        def step(p, m, v, t, tokens, targets):
+            loss, g = jax.value_and_grad(lambda q: jax_gpt_loss(q, tokens, targets, cfg, policy_name))(p)
+            return (loss,) + adam(p, g, m, v, t)
+        f = jax.jit(step)
+        args = (p, zeros, zeros, jnp.float32(0), tokens, tokens)
+    compiled = f.lower(*args).compile()
+    mem = compiled.memory_analysis()
+    temp = getattr(mem, "temp_size_in_bytes", None) if mem is not None else None
+    host_temp = getattr(mem, "host_temp_size_in_bytes", None) if mem is not None else None
+    seconds = median_time(lambda: jax.block_until_ready(compiled(*args)), repeats)
+    return {"temp_bytes": temp, "host_temp_bytes": host_temp, "step_seconds": seconds}
+
+
+# ---------------------------------------------------------------- PyTorch models
+
+def torch_checkpointed(f, policy_name):
+    if policy_name == "no checkpoint":
+        return f
+    if policy_name in ("offload_dot_with_no_batch_dims", "names offloaded"):
+        def offloaded(*args):
+            with torch.autograd.graph.save_on_cpu(pin_memory=False):
+                return f(*args)
+        return offloaded
+    if policy_name == "nothing_saveable":
+        return lambda *args: tcp.checkpoint(f, *args, use_reentrant=False)
+    if policy_name in ("dots_saveable", "dots_with_no_batch_dims_saveable"):
+        ops = {torch.ops.aten.mm.default, torch.ops.aten.addmm.default}
+        if policy_name == "dots_saveable":
+            ops |= {torch.ops.aten.bmm.default}
+
+        def policy_fn(ctx, op, *args, **kwargs):
+            return tcp.CheckpointPolicy.MUST_SAVE if op in ops else tcp.CheckpointPolicy.PREFER_RECOMPUTE
+        ctx = lambda: tcp.create_selective_checkpoint_contexts(policy_fn)
+        return lambda *args: tcp.checkpoint(f, *args, use_reentrant=False, context_fn=ctx)
+    return None  # names: PyTorch has no names to select by
+
+
+def run_torch(model, cfg, policy_name, repeats):
+    torch.manual_seed(0)
+    if model == "scan_mlp":
+        x = torch.randn(cfg["batch"], cfg["width"])
+        w1 = (torch.randn(cfg["layers"], cfg["width"], cfg["hidden"]) * 0.06).requires_grad_()
+        w2 = (torch.randn(cfg["layers"], cfg["hidden"], cfg["width"]) * 0.03).requires_grad_()
+        layer = torch_checkpointed(lambda h, a, b: (h @ a) @ b, policy_name)
+        if layer is None:
+            return None
+
+        def loss_fn():
+            h = x
+            for l in range(cfg["layers"]):
+                h = layer(h, w1[l], w2[l])
+            return h.sum()
+        params = [w1, w2]
+    else:
+        B, S, D, H, V = cfg["batch"], cfg["seq"], cfg["d_model"], cfg["heads"], cfg["vocab"]
+        Dh = D // H
+        p = {n: (torch.randn(*s) * 0.05).requires_grad_() for n, s in gpt_shapes(cfg).items()}
+        tokens = torch.randint(1, V, (B, S))
+        mask = torch.tril(torch.ones(S, S, dtype=torch.bool))
+
+        def block(h, ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w_in, b_in, w_out, b_out):
+            a = torch.nn.functional.layer_norm(h, (D,), ln1_g, ln1_b, 1e-5)
+            heads = lambda t: t.reshape(B, S, H, Dh).transpose(1, 2)
+            q, k, v = heads(a @ wq), heads(a @ wk), heads(a @ wv)
+            scores = (q @ k.transpose(-1, -2)) / math.sqrt(Dh)
+            attn = torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
+            o = (attn @ v).transpose(1, 2).reshape(B, S, D)
+            h = h + o @ wo
+            m = torch.nn.functional.layer_norm(h, (D,), ln2_g, ln2_b, 1e-5)
+            m = torch.nn.functional.gelu(m @ w_in + b_in, approximate="tanh")
+            return h + m @ w_out + b_out
+        block = torch_checkpointed(block, policy_name)
+        if block is None:
+            return None
+        names = ["ln1_g", "ln1_b", "wq", "wk", "wv", "wo", "ln2_g", "ln2_b", "w_in", "b_in", "w_out", "b_out"]
+
+        def loss_fn():
+            x = torch.nn.functional.one_hot(tokens, V).float() @ p["embed"] + p["pos"]
+            for l in range(cfg["layers"]):
+                x = block(x, *[p[n][l] for n in names])
+            logits = torch.nn.functional.layer_norm(x, (D,), p["ln_f_g"], p["ln_f_b"], 1e-5) @ p["unembed"]
+            return torch.nn.functional.cross_entropy(logits.reshape(-1, V), tokens.reshape(-1))
+        params = list(p.values())
+    opt = torch.optim.Adam(params, lr=3e-3)
+    saved = [0]
+
+    def pack(t):
+        saved[0] += t.numel() * t.element_size()
+        return t
+
+    def step():
+        saved[0] = 0
+        opt.zero_grad()
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            loss = loss_fn()
+        loss.backward()
+        opt.step()
+    seconds = median_time(step, repeats)
+    return {"saved_bytes": saved[0], "step_seconds": seconds}
+
+
+# ---------------------------------------------------------------- gradients against JAX
+
+def load(dump, manifest, name):
+    m = manifest[name]
+    dtype = {"f32": np.float32, "i32": np.int32}[m["dtype"]]
+    return np.fromfile(os.path.join(dump, name + ".bin"), dtype=dtype).reshape(m["shape"])
+
+
+def check_gradients(dump):
+    manifest = json.load(open(os.path.join(dump, "manifest.json")))
+    results = {}
+    x, w1, w2 = (load(dump, manifest, "scan_mlp." + n) for n in ("x", "w1", "w2"))
+    loss, (g1, g2) = jax.value_and_grad(lambda w: jax_scan_mlp_loss(x, w[0], w[1], "no checkpoint"))((w1, w2))
+    want = {"loss": loss, "dw1": g1, "dw2": g2}
+    results["scan_mlp"] = max(rel_err(load(dump, manifest, "scan_mlp." + k), np.asarray(v)) for k, v in want.items())
+    cfg = manifest["gpt.config"]
+    names = list(gpt_shapes(cfg).keys())
+    p = {n: load(dump, manifest, "gpt." + n) for n in names}
+    tokens, targets = load(dump, manifest, "gpt.tokens"), load(dump, manifest, "gpt.targets")
+    loss, g = jax.value_and_grad(lambda q: jax_gpt_loss(q, tokens, targets, cfg, "no checkpoint"))(p)
+    errs = [rel_err(load(dump, manifest, "gpt.loss"), np.asarray(loss))]
+    errs += [rel_err(load(dump, manifest, "gpt.d_" + n), np.asarray(g[n])) for n in names]
+    results["gpt"] = max(errs)
+    return results
+
+
+def rel_err(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
+
+
+# ---------------------------------------------------------------- the table
+
+def mib(b):
+    return "n/a" if b is None else f"{b / 1048576:.2f}"
+
+
+def ms(seconds):
+    return "n/a" if seconds is None else f"{seconds * 1e3:.1f}"
+
+
+def ratio(a, b):
+    return "n/a" if a is None or b in (None, 0) else f"{a / b:.2f}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ferry", required=True)
+    ap.add_argument("--dump", required=True)
+    ap.add_argument("--markdown", required=True)
+    args = ap.parse_args()
+    ferry = json.load(open(args.ferry))
+    repeats = ferry["repeats"]
+    lines = ["| model | policy | ferry temp (MiB) | JAX temp (MiB) | ferry/JAX temp | ferry step (ms) | JAX step (ms) "
+             "| ferry/JAX step | PyTorch step (ms) | ferry/PyTorch step | PyTorch saved (MiB) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in ferry["rows"]:
+        model, policy = row["model"], row["policy"]
+        cfg = ferry["configs"][model]
+        try:
+            j = run_jax(model, cfg, policy, repeats)
+        except Exception as e:  # a policy this JAX build cannot compile on CPU
+            j = {"temp_bytes": None, "step_seconds": None, "error": str(e).splitlines()[0][:80]}
+        try:
+            t = run_torch(model, cfg, policy, repeats)
+        except Exception as e:
+            t = None
+        t = t or {"saved_bytes": None, "step_seconds": None}
+        fs = row["step_seconds"]
+        line = (f"| {model} | {policy} | {mib(row['temp_bytes'])} | {mib(j['temp_bytes'])} | "
+                f"{ratio(row['temp_bytes'], j['temp_bytes'])} | {fs * 1e3:.1f} | "
+                f"{ms(j['step_seconds'])} | "
+                f"{ratio(fs, j['step_seconds'])} | "
+                f"{ms(t['step_seconds'])} | "
+                f"{ratio(fs, t['step_seconds'])} | {mib(t['saved_bytes'])} |")
+        print(line, flush=True)
+        if "error" in j:
+            print(f"    JAX: {j['error']}", flush=True)
+        lines.append(line)
+    grads = check_gradients(args.dump)
+    versions = f"JAX {jax.__version__}, PyTorch {torch.__version__}, NumPy {np.__version__}, Python {platform.python_version()}"
+    text = "\n".join([
+        "", "## Beside JAX and PyTorch (CPU), from one run of `bench/peers/run.sh`", "",
+        f"Versions: {versions}. Machine: {ferry['machine']}.", "",
+        "Temp bytes: ferry's and JAX's `memory_analysis().temp_size_in_bytes` of the compiled step. PyTorch on "
+        "the CPU has no device allocator to ask, so its column is the bytes saved for the backward pass "
+        "(`saved_tensors_hooks`); `names ...` policies have no PyTorch counterpart (n/a). PyTorch's offload rows "
+        "use `save_on_cpu`, which on a CPU-only machine copies to the same memory.", "",
+        *lines, "",
+        "Gradients against JAX on the small configurations `suite_bench --dump` writes (largest error relative to "
+        "the largest JAX value): " + ", ".join(f"{k} {v:.2e}" for k, v in grads.items()) + ".", ""])
+    print(text)
+    with open(args.markdown, "a") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
