@@ -84,22 +84,36 @@ Tensor dot_operand_ct(const Tensor& g, const Tensor& other, int64_t my_rank, con
   std::iota(g_batch.begin(), g_batch.end(), 0);
   Axes g_other_free(other_free.size());
   std::iota(g_other_free.begin(), g_other_free.end(), g_other_free_start);
-  Tensor r = dot_general(g, other, {g_other_free, other_free, g_batch, other_batch});
-  // Result dims stand for: my batch, my free, then my contracting dims paired with the other's
-  // remaining (contracting) dims in ascending order.
+  // With g first, the result's dims stand for: my batch, my free, then my contracting dims paired
+  // with the other's remaining (contracting) dims in ascending order. With the other first: my
+  // batch, those contracting dims, then my free. Take the order that needs no transpose, if any.
   Axes sorted_other = other_contract;
   std::sort(sorted_other.begin(), sorted_other.end());
-  Axes res_to_mine = my_batch;
-  res_to_mine.insert(res_to_mine.end(), my_free.begin(), my_free.end());
+  Axes paired;
   for (int64_t oc : sorted_other) {
     size_t pos = static_cast<size_t>(std::find(other_contract.begin(), other_contract.end(), oc) - other_contract.begin());
-    res_to_mine.push_back(my_contract[pos]);
+    paired.push_back(my_contract[pos]);
   }
-  Axes perm(static_cast<size_t>(my_rank));
-  for (size_t i = 0; i < res_to_mine.size(); ++i) perm[static_cast<size_t>(res_to_mine[i])] = static_cast<int64_t>(i);
-  bool identity = true;
-  for (size_t i = 0; i < perm.size(); ++i) identity = identity && perm[i] == static_cast<int64_t>(i);
-  return identity ? r : transpose(r, perm);
+  auto permutation = [&](bool g_first) {
+    Axes res_to_mine = my_batch;
+    const Axes& second = g_first ? paired : my_free;
+    const Axes& first = g_first ? my_free : paired;
+    res_to_mine.insert(res_to_mine.end(), first.begin(), first.end());
+    res_to_mine.insert(res_to_mine.end(), second.begin(), second.end());
+    Axes perm(static_cast<size_t>(my_rank));
+    for (size_t i = 0; i < res_to_mine.size(); ++i) perm[static_cast<size_t>(res_to_mine[i])] = static_cast<int64_t>(i);
+    return perm;
+  };
+  auto is_identity = [](const Axes& perm) {
+    for (size_t i = 0; i < perm.size(); ++i)
+      if (perm[i] != static_cast<int64_t>(i)) return false;
+    return true;
+  };
+  Axes g_first = permutation(true);
+  if (!is_identity(g_first) && is_identity(permutation(false)))
+    return dot_general(other, g, {other_free, g_other_free, other_batch, g_batch});
+  Tensor r = dot_general(g, other, {g_other_free, other_free, g_batch, other_batch});
+  return is_identity(g_first) ? r : transpose(r, g_first);
 }
 
 Out dot_general_vjp(const ir::Equation& eq, Ts x, Ts, Ts g) {
