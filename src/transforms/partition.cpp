@@ -82,7 +82,9 @@ Partition partition(const PartitionSpec& spec) {
     backward[e] = t || eq.rematerialized;
     eq_invariant[e] = !backward[e] && inv;
     for (ValueId v : eq.outputs) {
-      tangent[static_cast<size_t>(v)] = t;
+      // What reads a rematerialized value is backward too: that value exists only there (e.g. a
+      // nested checkpoint's recomputation feeding a cotangent that is all zeros).
+      tangent[static_cast<size_t>(v)] = backward[e];
       invariant[static_cast<size_t>(v)] = eq_invariant[e];
     }
   }

@@ -2,7 +2,7 @@
 // must decide what its backward pass keeps (scan, checkpoint).
 //
 // The joint program J(primals..., cotangents...) -> (primal outputs..., cotangent outputs...) is a
-// linearized body. Its equations that depend on no cotangent, and are not marked rematerialized,
+// linearized body. Its equations that depend on no cotangent and on no equation marked rematerialized,
 // form the forward part; the others form the backward part. A forward value the backward part
 // reads is, by the decision recorded on its equation (or `default_kind` where none is):
 // - saved: a residual, an output of the forward program and an input of the backward one;

@@ -3,6 +3,7 @@
 // equal the peaks planned at compile time.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "ferry/ferry.h"
@@ -10,6 +11,10 @@
 namespace ferry::testing {
 
 std::vector<Array> run_checked(const Compiled& compiled, const std::vector<Array>& args);
+
+// The same promise as a value, for callers that must decide for themselves (the property tests'
+// shrinker): "" when the last run's measured high-water marks equal the planned peaks, else what differs.
+std::string high_water_mismatch(const Compiled& compiled);
 
 inline void append_args(std::vector<Array>& out, const Array& a) { out.push_back(a); }
 inline void append_args(std::vector<Array>& out, const std::vector<Array>& as) { out.insert(out.end(), as.begin(), as.end()); }
