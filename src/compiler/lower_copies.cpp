@@ -1,22 +1,17 @@
 #include "compiler/lower_copies.h"
 
+#include "compiler/pass_util.h"
+
 #include <memory>
 #include <vector>
 
 namespace ferry::compiler {
 
 bool lower_copies(ir::Program& program) {
-  bool changed = false;
+  bool changed = run_on_bodies(program, lower_copies);
   std::vector<ir::Equation> out;
   out.reserve(program.equations.size());
   for (ir::Equation& eq : program.equations) {
-    for (auto& body : eq.subprograms) {
-      auto copy = std::make_shared<ir::Program>(*body);
-      if (lower_copies(*copy)) {
-        body = copy;
-        changed = true;
-      }
-    }
     if (eq.prim != Primitive::device_put || program.type(eq.inputs[0]).kind == program.type(eq.outputs[0]).kind) {
       out.push_back(std::move(eq));
       continue;

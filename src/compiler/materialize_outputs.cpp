@@ -1,20 +1,14 @@
 #include "compiler/materialize_outputs.h"
 
+#include "compiler/pass_util.h"
+
 #include <memory>
 #include <vector>
 
 namespace ferry::compiler {
 
 bool materialize_outputs(ir::Program& program) {
-  bool changed = false;
-  for (ir::Equation& eq : program.equations)
-    for (auto& body : eq.subprograms) {
-      auto copy = std::make_shared<ir::Program>(*body);
-      if (materialize_outputs(*copy)) {
-        body = copy;
-        changed = true;
-      }
-    }
+  bool changed = run_on_bodies(program, materialize_outputs);
   std::vector<char> is_input(program.values.size(), 0), returned(program.values.size(), 0);
   for (ir::ValueId v : program.inputs) is_input[static_cast<size_t>(v)] = 1;
   for (ir::ValueId& v : program.outputs) {

@@ -4,20 +4,13 @@
 #include <memory>
 #include <vector>
 
+#include "compiler/pass_util.h"
 #include "prims/registry.h"
 
 namespace ferry::compiler {
 
 bool place_copies(ir::Program& program, const CompileOptions& options) {
-  bool changed = false;
-  for (ir::Equation& eq : program.equations)
-    for (auto& body : eq.subprograms) {
-      auto copy = std::make_shared<ir::Program>(*body);
-      if (place_copies(*copy, options)) {
-        body = copy;
-        changed = true;
-      }
-    }
+  bool changed = run_on_bodies(program, [&](ir::Program& body) { return place_copies(body, options); });
   auto is_copy = [](const ir::Equation& e) { return e.prim == Primitive::copy_start || e.prim == Primitive::copy_done; };
   const size_t n = program.equations.size(), nv = program.values.size();
   std::vector<size_t> compute;  // positions of the other equations, in order
@@ -92,14 +85,7 @@ bool place_copies(ir::Program& program, const CompileOptions& options) {
     for (size_t e : before[k]) order.push_back(e);
     if (k < m) order.push_back(compute[k]);
   }
-  bool moved = false;
-  for (size_t i = 0; i < n; ++i) moved = moved || order[i] != i;
-  if (!moved) return changed;
-  std::vector<ir::Equation> eqs;
-  eqs.reserve(n);
-  for (size_t e : order) eqs.push_back(std::move(program.equations[e]));
-  program.equations = std::move(eqs);
-  return true;
+  return reorder(program, order) || changed;
 }
 
 }  // namespace ferry::compiler

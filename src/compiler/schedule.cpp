@@ -7,18 +7,11 @@
 #include <tuple>
 #include <vector>
 
+#include "compiler/pass_util.h"
 namespace ferry::compiler {
 
 bool schedule_for_memory(ir::Program& program) {
-  bool changed = false;
-  for (ir::Equation& eq : program.equations)
-    for (auto& body : eq.subprograms) {
-      auto copy = std::make_shared<ir::Program>(*body);
-      if (schedule_for_memory(*copy)) {
-        body = copy;
-        changed = true;
-      }
-    }
+  bool changed = run_on_bodies(program, schedule_for_memory);
   const size_t n = program.equations.size(), nv = program.values.size();
   std::vector<int> producer(nv, -1);
   for (size_t e = 0; e < n; ++e)
@@ -100,14 +93,7 @@ bool schedule_for_memory(ir::Program& program) {
       for (int r : readers[static_cast<size_t>(v)])
         if (--waiting[static_cast<size_t>(r)] == 0) make_ready(static_cast<size_t>(r));
   }
-  bool reordered = false;
-  for (size_t i = 0; i < order.size(); ++i) reordered = reordered || order[i] != i;
-  if (!reordered) return changed;
-  std::vector<ir::Equation> eqs;
-  eqs.reserve(n);
-  for (size_t e : order) eqs.push_back(std::move(program.equations[e]));
-  program.equations = std::move(eqs);
-  return true;
+  return reorder(program, order) || changed;
 }
 
 }  // namespace ferry::compiler

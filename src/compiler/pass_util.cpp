@@ -1,0 +1,31 @@
+#include "compiler/pass_util.h"
+
+#include <memory>
+
+namespace ferry::compiler {
+
+bool run_on_bodies(ir::Program& program, const std::function<bool(ir::Program&)>& pass) {
+  bool changed = false;
+  for (ir::Equation& eq : program.equations)
+    for (auto& body : eq.subprograms) {
+      auto copy = std::make_shared<ir::Program>(*body);
+      if (pass(*copy)) {
+        body = copy;
+        changed = true;
+      }
+    }
+  return changed;
+}
+
+bool reorder(ir::Program& program, const std::vector<size_t>& order) {
+  bool moved = false;
+  for (size_t i = 0; i < order.size(); ++i) moved = moved || order[i] != i;
+  if (!moved) return false;
+  std::vector<ir::Equation> eqs;
+  eqs.reserve(order.size());
+  for (size_t e : order) eqs.push_back(std::move(program.equations[e]));
+  program.equations = std::move(eqs);
+  return true;
+}
+
+}  // namespace ferry::compiler

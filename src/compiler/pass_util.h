@@ -1,0 +1,18 @@
+// Small pieces every rewriting pass needs.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "ir/program.h"
+
+namespace ferry::compiler {
+
+// Runs `pass` on the body of every equation that has one (bodies are shared, so each is copied
+// before it changes). Returns whether any body changed.
+bool run_on_bodies(ir::Program& program, const std::function<bool(ir::Program&)>& pass);
+
+// Puts the equations in `order` (a permutation of their indices). Returns whether any moved.
+bool reorder(ir::Program& program, const std::vector<size_t>& order);
+
+}  // namespace ferry::compiler
