@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/pass_util.h"
+
 namespace ferry::compiler {
 
 bool schedule_for_memory(ir::Program& program) {
