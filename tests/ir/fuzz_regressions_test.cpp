@@ -34,4 +34,22 @@ TEST(FuzzRegressions, EveryInputParsesCompilesAndRunsOrIsAFerryError) {
   std::printf("%zu regression inputs, %d rejected with a ferry::Error\n", files.size(), errors);
 }
 
+// The compile-and-run fuzzer's first crash: copy_done named another source than its copy_start's,
+// so the plan let the copied value's buffer be reused mid-copy; the runtime then threw INTERNAL
+// while the copy thread still read an arena the unwinding freed (heap-use-after-free). Now the
+// verifier rejects the pairing, and a run that throws drains its copies first.
+TEST(FuzzRegressions, CopyDoneMustNameItsCopyStartsSource) {
+  std::ifstream in(std::string(FERRY_FUZZ_REGRESSIONS) + "/copy_done_names_another_source.ir");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    ferry::parse_program(text.str());
+    ADD_FAILURE() << "parsed";
+  } catch (const ferry::Error& e) {
+    EXPECT_EQ(e.code(), ferry::ErrorCode::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("waits for the copy of %2 (equation 2) but names %3 as its source"),
+              std::string::npos) << e.what();
+  }
+}
+
 }  // namespace

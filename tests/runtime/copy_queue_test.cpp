@@ -66,6 +66,15 @@ TEST(CopyQueue, ZeroByteCopiesAndTheDestructorDrainsTheQueue) {
   EXPECT_EQ(dst, src);
 }
 
+TEST(CopyQueue, DrainWaitsForEveryQueuedCopy) {
+  rt::CopyQueue q;
+  std::vector<int> src = counting(1 << 16, 3), dst(1 << 16, 0);
+  for (int i = 0; i < 16; ++i) q.enqueue(dst.data() + i * 4096, src.data() + i * 4096, 4096 * sizeof(int));
+  q.drain();
+  EXPECT_EQ(dst, src);
+  q.drain();  // nothing queued: returns at once
+}
+
 TEST(CopyQueue, ThreadsEnqueueAndWaitConcurrently) {
   rt::CopyQueue q;
   constexpr int kThreads = 4, kCopies = 200;
