@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "ferry/types.h"
 
@@ -20,5 +21,10 @@ struct Type {
 
 // "f32[2,3]" for device values, "f32[2,3]{pinned_host}" for others.
 std::string to_string(const Type& t);
+
+// INVALID_ARGUMENT naming `what` unless the value is one of the enumerators: a DType or MemoryKind
+// cast from a number reaches ferry through every public entry point that takes one.
+void check_dtype(DType t, std::string_view what);
+void check_memory_kind(MemoryKind k, std::string_view what);
 
 }  // namespace ferry::ir

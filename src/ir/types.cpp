@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ferry/error.h"
 #include "ferry/types.h"
 #include "ir/type.h"
 
@@ -41,6 +42,22 @@ size_t dtype_size(DType t) {
   }
   return 0;
 }
+
+namespace ir {
+
+void check_dtype(DType t, std::string_view what) {
+  if (dtype_size(t) == 0)
+    throw Error(ErrorCode::invalid_argument, fmt::format("{}: unknown dtype (value {})", what, static_cast<int>(t)));
+}
+
+void check_memory_kind(MemoryKind k, std::string_view what) {
+  if (memory_kind_name(k) == "?")
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("{}: unknown memory kind (value {}); the kinds are device, pinned_host and unpinned_host",
+                            what, static_cast<int>(k)));
+}
+
+}  // namespace ir
 
 bool is_floating(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16; }
 

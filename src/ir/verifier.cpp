@@ -66,6 +66,7 @@ class Verifier {
       define(defined, p.inputs[i], site, "input", i);
     }
     for (size_t i = 0; i < p.equations.size(); ++i) equation(p, i, defined, where);
+    copy_pairs(p, where);
     for (size_t i = 0; i < p.outputs.size(); ++i) {
       ValueId v = p.outputs[i];
       check_id(p, v, site, "output", i);
@@ -77,6 +78,31 @@ class Verifier {
 
  private:
   enum class State { in_progress, done };
+
+  // copy_done(dest, x) waits for a copy_start of x in the same program, and each copy_start is
+  // waited for exactly once: only through that pair does the plan keep x alive and unchanged while
+  // the copy reads it (the compile-and-run fuzzer found a copy_done naming another source).
+  void copy_pairs(const Program& p, const std::string& where) {
+    std::vector<int64_t> start_of(p.values.size(), -1);
+    std::vector<int> waits(p.equations.size(), 0);
+    for (size_t i = 0; i < p.equations.size(); ++i) {
+      const Equation& eq = p.equations[i];
+      Site site{where, static_cast<int64_t>(i), eq.prim};
+      if (eq.prim == Primitive::copy_start) start_of[static_cast<size_t>(eq.outputs[0])] = static_cast<int64_t>(i);
+      if (eq.prim != Primitive::copy_done) continue;
+      int64_t s = start_of[static_cast<size_t>(eq.inputs[0])];
+      if (s < 0) site.fail(fmt::format("operand 0 (%{}) is not the result of a copy_start", eq.inputs[0]));
+      ValueId source = p.equations[static_cast<size_t>(s)].inputs[0];
+      if (source != eq.inputs[1])
+        site.fail(fmt::format("waits for the copy of %{} (equation {}) but names %{} as its source", source, s,
+                              eq.inputs[1]));
+      if (++waits[static_cast<size_t>(s)] > 1)
+        site.fail(fmt::format("waits for the copy of equation {}, which another copy_done already waited for", s));
+    }
+    for (size_t i = 0; i < p.equations.size(); ++i)
+      if (p.equations[i].prim == Primitive::copy_start && waits[i] == 0)
+        Site{where, static_cast<int64_t>(i), Primitive::copy_start}.fail("no copy_done waits for this copy");
+  }
 
   static void check_id(const Program& p, ValueId v, const Site& site, std::string_view role, size_t i) {
     if (v < 0 || static_cast<size_t>(v) >= p.values.size())

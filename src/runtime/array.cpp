@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "ferry/array.h"
+#include "ir/type.h"
 #include "runtime/storage.h"
 
 namespace ferry {
@@ -27,7 +28,9 @@ std::shared_ptr<Storage> Storage::heap(size_t bytes, MemoryKind kind, bool zero)
 }  // namespace detail
 
 namespace {
-void check_shape(const Shape& shape, DType dtype, std::string_view what) {
+void check_shape(const Shape& shape, DType dtype, MemoryKind kind, std::string_view what) {
+  ir::check_dtype(dtype, what);
+  ir::check_memory_kind(kind, what);
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) throw Error(ErrorCode::invalid_argument, fmt::format("{}: negative dimension in {}", what, shape_string(shape)));
@@ -35,7 +38,6 @@ void check_shape(const Shape& shape, DType dtype, std::string_view what) {
       throw Error(ErrorCode::invalid_argument, fmt::format("{}: shape {} is too large", what, shape_string(shape)));
     n *= d;
   }
-  (void)dtype;
 }
 }  // namespace
 
@@ -43,7 +45,7 @@ Array::Array(std::shared_ptr<detail::Storage> storage, DType dtype, Shape shape,
     : storage_(std::move(storage)), dtype_(dtype), shape_(std::move(shape)), kind_(kind) {}
 
 Array Array::from_bytes(const void* data, size_t bytes, DType dtype, Shape shape, MemoryKind kind) {
-  check_shape(shape, dtype, "Array::from");
+  check_shape(shape, dtype, kind, "Array::from");
   size_t want = static_cast<size_t>(num_elements(shape)) * dtype_size(dtype);
   if (bytes != want)
     throw Error(ErrorCode::invalid_argument,
@@ -55,7 +57,7 @@ Array Array::from_bytes(const void* data, size_t bytes, DType dtype, Shape shape
 }
 
 Array Array::allocate(DType dtype, Shape shape, MemoryKind kind) {
-  check_shape(shape, dtype, "Array::allocate");
+  check_shape(shape, dtype, kind, "Array::allocate");
   auto s = detail::Storage::heap(static_cast<size_t>(num_elements(shape)) * dtype_size(dtype), kind, true);
   return Array(std::move(s), dtype, std::move(shape), kind);
 }

@@ -36,6 +36,12 @@ void CopyQueue::wait(uint64_t ticket) {
   done_.wait(lock, [&] { return finished_ >= ticket; });
 }
 
+void CopyQueue::drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  uint64_t last = next_ticket_ - 1;
+  done_.wait(lock, [&] { return finished_ >= last; });
+}
+
 void CopyQueue::loop() {
   for (;;) {
     Task task;

@@ -25,6 +25,9 @@ class CopyQueue {
   uint64_t enqueue(void* dst, const void* src, size_t bytes, Observer observer = nullptr);
   // Blocks until the copy with this ticket (and every earlier one) has finished.
   void wait(uint64_t ticket);
+  // Blocks until every copy enqueued so far has finished: a run that stops early (an error) must
+  // not free memory a copy still reads or writes.
+  void drain();
 
  private:
   struct Task {

@@ -250,7 +250,12 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
   f.stats = &stats;
   f.copies = &copies;
   f.timeline = timeline;
-  execute(f);
+  try {
+    execute(f);
+  } catch (...) {
+    copies.drain();  // copies in flight still use the arenas that unwinding frees
+    throw;
+  }
   arenas->set_timeline(nullptr);  // outputs keep the arenas; the timeline may go first
   stats.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   stats.device_high_water_bytes = device_args + arenas->high_water(MemoryKind::device);

@@ -14,6 +14,7 @@
 #include "ir/verifier.h"
 #include "trace/lowered.h"
 #include "trace/tracer.h"
+#include "ir/type.h"
 
 namespace ferry {
 namespace detail {
@@ -29,7 +30,11 @@ Tensor TraceSession::input(const Array& a) {
   return tracer_->add_input(ir::Type{a.dtype(), a.shape(), a.memory_kind()});
 }
 
-Tensor TraceSession::input(const ShapeDtype& s) { return tracer_->add_input(ir::Type{s.dtype, s.shape, s.kind}); }
+Tensor TraceSession::input(const ShapeDtype& s) {
+  ir::check_dtype(s.dtype, "lower: an argument's ShapeDtype");
+  ir::check_memory_kind(s.kind, "lower: an argument's ShapeDtype");
+  return tracer_->add_input(ir::Type{s.dtype, s.shape, s.kind});
+}
 
 Lowered TraceSession::finish(const std::vector<Tensor>& outputs) {
   auto impl = std::make_shared<LoweredImpl>();

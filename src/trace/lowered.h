@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "ferry/jit.h"
 #include "ir/program.h"
@@ -16,6 +17,11 @@ struct LoweredImpl {
 };
 
 struct CompiledImpl {
+  // A constructor, not aggregate initialisation in make_shared, which clang 14 lacks (fuzz builds).
+  CompiledImpl(std::shared_ptr<const ir::Program> program, std::shared_ptr<const compiler::MemoryPlan> plan,
+               runtime::Executable executable, CompileOptions options)
+      : program(std::move(program)), plan(std::move(plan)), executable(std::move(executable)), options(std::move(options)) {}
+
   std::shared_ptr<const ir::Program> program;  // after the compiler's passes
   std::shared_ptr<const compiler::MemoryPlan> plan;
   runtime::Executable executable;

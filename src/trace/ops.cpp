@@ -7,6 +7,7 @@
 #include "ferry/error.h"
 #include "ferry/tensor.h"
 #include "trace/tracer.h"
+#include "ir/type.h"
 
 namespace ferry {
 namespace {
@@ -280,10 +281,12 @@ Tensor concatenate(const std::vector<Tensor>& xs, int64_t dimension) {
 }
 
 Tensor iota(DType dtype, const Shape& shape, int64_t dimension) {
+  ir::check_dtype(dtype, "iota");
   return detail::current_tracer("iota").bind1(Primitive::iota, ir::IotaParams{dtype, shape, dimension}, {});
 }
 
 Tensor constant(double value, const Shape& shape, DType dtype) {
+  ir::check_dtype(dtype, "constant");
   return detail::current_tracer("constant").bind1(Primitive::constant, ir::ConstantParams{value, dtype, shape}, {});
 }
 
@@ -293,12 +296,14 @@ Tensor ones_like(const Tensor& x) { return full_like(x, 1.0); }
 
 Tensor convert(const Tensor& x, DType dtype) {
   tracer_of(x, "convert_element_type");
+  ir::check_dtype(dtype, "convert_element_type");
   if (x.dtype() == dtype) return x;
   return active().bind1(Primitive::convert_element_type, ir::ConvertParams{dtype}, {x});
 }
 
 Tensor device_put(const Tensor& x, MemoryKind kind) {
   tracer_of(x, "device_put");
+  ir::check_memory_kind(kind, "device_put");
   if (x.memory_kind() == kind) return x;
   return active().bind1(Primitive::device_put, ir::DevicePutParams{kind}, {x});
 }

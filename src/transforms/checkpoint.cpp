@@ -8,6 +8,7 @@
 #include "ir/params_text.h"
 #include "trace/tracer.h"
 #include "transforms/emit.h"
+#include "ir/type.h"
 
 namespace ferry {
 namespace {
@@ -27,6 +28,8 @@ ir::RematDecision to_ir(const Decision& d) {
   else if (std::holds_alternative<Recompute>(d)) r.kind = ir::RematDecision::Kind::recompute;
   else {
     const auto& o = std::get<Offloadable>(d);
+    ir::check_memory_kind(o.src, "checkpoint: a policy's Offloadable src");
+    ir::check_memory_kind(o.dst, "checkpoint: a policy's Offloadable dst");
     r.kind = ir::RematDecision::Kind::offload;
     r.src = o.src;
     r.dst = o.dst;

@@ -5,6 +5,7 @@
 
 #include "ferry/checkpoint.h"
 #include "ferry/error.h"
+#include "ir/type.h"
 
 namespace ferry::policies {
 namespace {
@@ -35,6 +36,8 @@ const Policy dots_with_no_batch_dims_saveable{
     "dots_with_no_batch_dims_saveable"};
 
 Policy offload_dot_with_no_batch_dims(MemoryKind src, MemoryKind dst) {
+  ir::check_memory_kind(src, "offload_dot_with_no_batch_dims: src");
+  ir::check_memory_kind(dst, "offload_dot_with_no_batch_dims: dst");
   return Policy(
       [src, dst](const Equation& e) -> Decision {
         return is_dot_without_batch_dims(e) ? Decision{Offloadable{src, dst}} : Decision{Recompute{}};
@@ -62,6 +65,8 @@ Policy save_any_names_but_these(std::vector<std::string> names) {
 
 Policy save_and_offload_only_these_names(std::vector<std::string> saved, std::vector<std::string> offloaded,
                                          MemoryKind src, MemoryKind dst) {
+  ir::check_memory_kind(src, "save_and_offload_only_these_names: src");
+  ir::check_memory_kind(dst, "save_and_offload_only_these_names: dst");
   for (const std::string& n : saved)
     if (contains(offloaded, n))
       throw Error(ErrorCode::invalid_argument,

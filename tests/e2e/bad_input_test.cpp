@@ -1,0 +1,206 @@
+// Bad input at every public entry point: each gives a ferry::Error with a clear code and a message
+// naming what is wrong, and leaves ferry usable (a good program compiles and runs after each).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "ferry/ferry.h"
+#include "support/error_of.h"
+#include "support/memory_check.h"
+
+namespace fy = ferry;
+using ::testing::HasSubstr;
+using fy::ErrorCode;
+using Xs = std::vector<fy::Tensor>;
+
+namespace {
+
+const fy::MemoryKind kBadKind = static_cast<fy::MemoryKind>(7);
+const fy::DType kBadDtype = static_cast<fy::DType>(9);
+
+// A good program still lowers, compiles and runs, with the right answer.
+void expect_usable() {
+  auto f = fy::jit([](fy::Tensor x) { return fy::sum(x * 2.0); });
+  std::vector<fy::Array> out = fy::testing::jit_checked(f, fy::ones({2, 3}));
+  EXPECT_EQ(out.at(0).to_vector<float>(), std::vector<float>{12.0f});
+}
+
+void expect_error(ErrorCode code, const std::string& needle, const std::function<void()>& f) {
+  fy::Error e = fy::testing::error_of(f);
+  EXPECT_EQ(e.code(), code) << e.what();
+  EXPECT_THAT(e.message(), HasSubstr(needle));
+  expect_usable();
+}
+
+fy::Lowered lower1(const std::function<fy::Tensor(fy::Tensor)>& f, fy::ShapeDtype spec = {{2, 3}}) {
+  return fy::jit([&](fy::Tensor x) { return f(x); }).lower(spec);
+}
+
+TEST(BadInput, WrongShapes) {
+  expect_error(ErrorCode::invalid_argument, "f32[2,3] and f32[4]", [] {
+    fy::jit([](fy::Tensor a, fy::Tensor b) { return a + b; }).lower(fy::ones({2, 3}), fy::ones({4}));
+  });
+  expect_error(ErrorCode::invalid_argument, "dot_general: contracting dimension sizes differ", [] {
+    fy::jit([](fy::Tensor a, fy::Tensor b) { return fy::matmul(a, b); }).lower(fy::ones({2, 3}), fy::ones({4, 5}));
+  });
+  expect_error(ErrorCode::invalid_argument, "reshape", [] { lower1([](fy::Tensor x) { return fy::reshape(x, {7}); }); });
+  expect_error(ErrorCode::invalid_argument, "transpose", [] { lower1([](fy::Tensor x) { return fy::transpose(x, {0, 0}); }); });
+  expect_error(ErrorCode::invalid_argument, "slice", [] { lower1([](fy::Tensor x) { return fy::slice(x, {0, 0}, {3, 3}); }); });
+  expect_error(ErrorCode::invalid_argument, "broadcast_in_dim", [] {
+    lower1([](fy::Tensor x) { return fy::broadcast_in_dim(x, {2, 3}, {0}); });
+  });
+  expect_error(ErrorCode::invalid_argument, "concatenate", [] {
+    lower1([](fy::Tensor x) { return fy::concatenate({}, 0); });
+  });
+  expect_error(ErrorCode::invalid_argument, "reduce", [] { lower1([](fy::Tensor x) { return fy::sum(x, {5}); }); });
+  expect_error(ErrorCode::invalid_argument, "dynamic_slice", [] {
+    lower1([](fy::Tensor x) { return fy::dynamic_slice(x, {fy::constant(0, {}, fy::DType::i32)}, {1, 1}); });
+  });
+  expect_error(ErrorCode::invalid_argument, "negative", [] { fy::ones({2, -3}); });
+  expect_error(ErrorCode::invalid_argument, "negative", [] { lower1([](fy::Tensor x) { return x; }, {{-1}}); });
+}
+
+TEST(BadInput, WrongDtypes) {
+  expect_error(ErrorCode::invalid_argument, "f64", [] {
+    fy::jit([](fy::Tensor a, fy::Tensor b) { return a * b; }).lower(fy::ones({2}), fy::ones({2}, fy::DType::f64));
+  });
+  expect_error(ErrorCode::invalid_argument, "dynamic_slice", [] {
+    lower1([](fy::Tensor x) { return fy::dynamic_slice(x, {fy::constant(0), fy::constant(0)}, {1, 1}); });
+  });
+  expect_error(ErrorCode::invalid_argument, "to_vector", [] { fy::ones({2}).to_vector<double>(); });
+  expect_error(ErrorCode::invalid_argument, "unknown dtype", [] { fy::ones({2}, kBadDtype); });
+  expect_error(ErrorCode::invalid_argument, "unknown dtype", [] { lower1([](fy::Tensor x) { return x; }, {{2}, kBadDtype}); });
+  expect_error(ErrorCode::invalid_argument, "unknown dtype", [] { lower1([](fy::Tensor x) { return fy::convert(x, kBadDtype); }); });
+}
+
+TEST(BadInput, UnknownMemoryKinds) {
+  expect_error(ErrorCode::invalid_argument, "unknown memory kind", [] {
+    lower1([](fy::Tensor x) { return fy::device_put(x, kBadKind); });
+  });
+  expect_error(ErrorCode::invalid_argument, "unknown memory kind", [] { lower1([](fy::Tensor x) { return x; }, {{2}, fy::DType::f32, kBadKind}); });
+  expect_error(ErrorCode::invalid_argument, "unknown memory kind", [] {
+    fy::Array::from(std::vector<float>{1, 2}, {2}, kBadKind);
+  });
+  expect_error(ErrorCode::invalid_argument, "unknown memory kind", [] {
+    fy::policies::save_and_offload_only_these_names({}, {"x"}, fy::MemoryKind::device, kBadKind);
+  });
+  expect_error(ErrorCode::invalid_argument, "unknown memory kind", [] {
+    fy::policies::offload_dot_with_no_batch_dims(kBadKind, fy::MemoryKind::pinned_host);
+  });
+  // A custom policy that answers with an unknown kind.
+  expect_error(ErrorCode::invalid_argument, "unknown memory kind", [] {
+    auto policy = fy::Policy([](const fy::Equation&) -> fy::Decision { return fy::Offloadable{fy::MemoryKind::device, kBadKind}; });
+    fy::jit([&](fy::Tensor x) {
+      return fy::grad([&](fy::Tensor y) { return fy::sum(fy::checkpoint([](fy::Tensor z) { return fy::sin(z); }, policy)(y)); })(x);
+    }).lower(fy::ones({3}));
+  });
+}
+
+TEST(BadInput, NamesAndPolicies) {
+  expect_error(ErrorCode::invalid_argument, "name is empty", [] { lower1([](fy::Tensor x) { return fy::checkpoint_name(x, ""); }); });
+  expect_error(ErrorCode::invalid_argument, "'a' is both saved and offloaded", [] {
+    fy::policies::save_and_offload_only_these_names({"a", "b"}, {"a"}, fy::MemoryKind::device, fy::MemoryKind::pinned_host);
+  });
+}
+
+TEST(BadInput, DeviceLimits) {
+  fy::Lowered l = lower1([](fy::Tensor x) { return fy::sum(fy::sin(x)); });
+  fy::Compiled unlimited = l.compile({.device_memory_limit = 0});  // 0 means no limit
+  EXPECT_GT(unlimited.memory_analysis().peak_memory_in_bytes, 0);
+  fy::testing::run_checked(unlimited, {fy::ones({2, 3})});
+  expect_error(ErrorCode::invalid_argument, "device_memory_limit", [&] { l.compile({.device_memory_limit = -1}); });
+  expect_error(ErrorCode::resource_exhausted, "limit", [&] { l.compile({.device_memory_limit = 1}); });
+  expect_error(ErrorCode::unimplemented, "backend", [&] { l.compile({.backend = "tpu"}); });
+}
+
+TEST(BadInput, HostAllocationFailures) {
+  // More than any machine has: RESOURCE_EXHAUSTED (or INVALID_ARGUMENT where the size overflows).
+  fy::Error huge = fy::testing::error_of([] { fy::Array::allocate(fy::DType::f32, {int64_t{1} << 46}); });
+  EXPECT_EQ(huge.code(), ErrorCode::resource_exhausted) << huge.what();
+  EXPECT_THAT(huge.message(), HasSubstr("bytes"));
+  expect_usable();
+  expect_error(ErrorCode::invalid_argument, "too large", [] {
+    fy::Array::allocate(fy::DType::f32, {int64_t{1} << 40, int64_t{1} << 40});
+  });
+  expect_error(ErrorCode::invalid_argument, "too large", [] { fy::zeros({int64_t{1} << 62, 4}); });
+  expect_error(ErrorCode::invalid_argument, "3 elements given for shape [2,2]", [] {
+    std::vector<float> three{1, 2, 3};
+    fy::Array::from(three, {2, 2});
+  });
+  // A program whose arena cannot be had: compiling plans it, running fails cleanly.
+  expect_error(ErrorCode::resource_exhausted, "bytes", [] {
+    fy::Lowered l = lower1([](fy::Tensor x) {
+      return fy::sum(fy::broadcast_in_dim(x, {int64_t{1} << 22, int64_t{1} << 22, 2, 3}, {2, 3}));
+    });
+    fy::Compiled c = l.compile();
+    c.run({fy::ones({2, 3})});
+  });
+}
+
+TEST(BadInput, ParseGarbage) {
+  for (const std::string& text : std::vector<std::string>{"", "garbage", "program", "program @main(", "program @main(%0: f32[2]) {\n  return %1\n}",
+                           "program @main(%0: f32[99999999999999999999]) {\n  return %0\n}",
+                           "program @main(%0: f32[2]) {\n  %1 = sin %0 : f32[3]\n  return %1\n}",
+                           std::string("\0\xff\xfe", 3)})
+    expect_error(ErrorCode::invalid_argument, "", [&] { fy::parse_program(text); });
+}
+
+TEST(BadInput, Transformations) {
+  expect_error(ErrorCode::invalid_argument, "scalar", [] {
+    fy::jit([](fy::Tensor x) { return fy::grad([](fy::Tensor y) { return fy::sin(y); })(x); }).lower(fy::ones({3}));
+  });
+  expect_error(ErrorCode::invalid_argument, "scalar", [] {
+    fy::jit([](fy::Tensor x) { return fy::grad([](fy::Tensor y) { return fy::sum(fy::convert(y, fy::DType::i32)); })(x); })
+        .lower(fy::ones({3}));
+  });
+  // Carries of another type than init, and another structure.
+  expect_error(ErrorCode::invalid_argument, "scan", [] {
+    lower1([](fy::Tensor x) {
+      return fy::scan([](fy::Tensor c, fy::Tensor r) { return std::pair{fy::sum(c), fy::Tensor{}}; }, x, x).carry;
+    });
+  });
+  expect_error(ErrorCode::invalid_argument, "scan", [] {
+    lower1([](fy::Tensor x) {
+      Xs init{x, x};
+      return fy::scan([](Xs c, fy::Tensor r) { return std::pair{Xs{c[0]}, fy::Tensor{}}; }, init, x).carry[0];
+    });
+  });
+  expect_error(ErrorCode::invalid_argument, "scan", [] {  // xs of different lengths
+    lower1([](fy::Tensor x) {
+      Xs xs{x, fy::ones_like(fy::transpose(x, {1, 0}))};
+      return fy::scan([](fy::Tensor c, Xs r) { return std::pair{c, fy::Tensor{}}; }, fy::sum(x), xs).carry;
+    });
+  });
+  expect_error(ErrorCode::invalid_argument, "length", [] {  // no xs and no length
+    lower1([](fy::Tensor x) { return fy::scan([](fy::Tensor c, fy::Tensor) { return std::pair{c, fy::Tensor{}}; }, x, fy::Tensor{}).carry; });
+  });
+  expect_error(ErrorCode::invalid_argument, "undefined", [] { lower1([](fy::Tensor x) { return fy::sin(fy::Tensor{}); }); });
+  expect_error(ErrorCode::invalid_argument, "undefined", [] { lower1([](fy::Tensor x) { return fy::Tensor{}; }); });
+}
+
+TEST(BadInput, TensorsOutsideTheirTrace) {
+  fy::Tensor escaped;
+  lower1([&](fy::Tensor x) {
+    escaped = x;
+    return x;
+  });
+  expect_error(ErrorCode::invalid_argument, "trace", [&] { fy::sin(escaped); });
+  expect_error(ErrorCode::invalid_argument, "trace", [&] { lower1([&](fy::Tensor x) { return x + escaped; }); });
+  expect_error(ErrorCode::invalid_argument, "trace", [] { fy::constant(1.0); });
+}
+
+TEST(BadInput, RunWithArgumentsOfTheWrongKind) {
+  fy::Compiled c = lower1([](fy::Tensor x) { return fy::sum(x); }).compile();
+  expect_error(ErrorCode::invalid_argument, "takes 1 argument(s), got 0", [&] { c.run({}); });
+  expect_error(ErrorCode::invalid_argument, "argument", [&] { c.run({fy::ones({2, 3}), fy::ones({2, 3})}); });
+  expect_error(ErrorCode::invalid_argument, "f32[3,2]", [&] { c.run({fy::ones({3, 2})}); });
+  expect_error(ErrorCode::invalid_argument, "f64", [&] { c.run({fy::ones({2, 3}, fy::DType::f64)}); });
+  expect_error(ErrorCode::invalid_argument, "pinned_host", [&] {
+    c.run({fy::Array::from(std::vector<float>(6, 1.0f), {2, 3}, fy::MemoryKind::pinned_host)});
+  });
+  expect_error(ErrorCode::invalid_argument, "empty", [&] { c.run({fy::Array{}}); });
+  expect_error(ErrorCode::invalid_argument, "trace", [&] { c.run_traced({fy::ones({2, 3})}, "/nonexistent/dir/trace.json"); });
+}
+
+}  // namespace

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The reliability stage of CI, each part in its own build directory:
+#   asan  the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
+#   tsan  the copy queue's tests and the offloading programs under ThreadSanitizer (build-tsan/)
+#   fuzz  both libFuzzer targets (clang, ASan + UBSan), corpus-driven, FERRY_FUZZ_SECONDS each
+#         (default 60) (build-fuzz/); a crash leaves its input in build-fuzz/artifacts/
+# Usage: tools/sanitize.sh [asan] [tsan] [fuzz]   (no argument: all three). Any report fails it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+stages=("$@")
+((${#stages[@]})) || stages=(asan tsan fuzz)
+jobs=2
+fuzz_seconds=${FERRY_FUZZ_SECONDS:-60}
+
+# Optimised a little (-O1) so the suite runs in minutes, with debug info for reports.
+common=(-G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" -DFERRY_BUILD_BENCH=OFF)
+export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:allocator_may_return_null=1:detect_leaks=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+# OpenBLAS is not instrumented; its own threads would only be noise for ThreadSanitizer.
+export OPENBLAS_NUM_THREADS=1
+
+for stage in "${stages[@]}"; do
+  case "$stage" in
+    asan)
+      echo "== ASan + UBSan: the whole suite"
+      cmake -S . -B build-asan "${common[@]}" -DFERRY_SANITIZE=address,undefined >/dev/null
+      cmake --build build-asan -j "$jobs"
+      # The install check links a consumer without the sanitizer runtime, which ASan refuses.
+      ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^install\.'
+      ;;
+    tsan)
+      echo "== TSan: the copy queue and offloading programs"
+      cmake -S . -B build-tsan "${common[@]}" -DFERRY_SANITIZE=thread >/dev/null
+      cmake --build build-tsan -j "$jobs" --target ferry_runtime_tests ferry_e2e_tests
+      # setarch -R: older TSan runtimes reject the kernel's high-entropy address layout.
+      setarch "$(uname -m)" -R build-tsan/tests/ferry_runtime_tests --gtest_filter='CopyQueue.*'
+      setarch "$(uname -m)" -R build-tsan/tests/ferry_e2e_tests --gtest_filter='Offload.*:Memory.*'
+      ;;
+    fuzz)
+      echo "== libFuzzer: the parser, and parse + compile + run (${fuzz_seconds}s each)"
+      missing=()
+      for p in clang-14 libclang-rt-14-dev; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+      done
+      if ((${#missing[@]})); then
+        sudo=""
+        [ "$(id -u)" -eq 0 ] || sudo="sudo"
+        $sudo apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+      fi
+      cmake -S . -B build-fuzz "${common[@]}" -DCMAKE_CXX_COMPILER=clang++-14 -DFERRY_FUZZ=ON \
+        -DFERRY_SANITIZE=address,undefined -DFERRY_BUILD_TESTS=OFF >/dev/null
+      cmake --build build-fuzz -j "$jobs" --target parse_fuzzer compile_run_fuzzer
+      mkdir -p build-fuzz/artifacts
+      for target in parse_fuzzer compile_run_fuzzer; do
+        # A working corpus seeded from fuzz/corpus and the regressions; what it learns stays here.
+        corpus=build-fuzz/corpus-$target
+        mkdir -p "$corpus"
+        cp -n fuzz/corpus/* fuzz/regressions/* "$corpus"/ 2>/dev/null || true
+        rc=0
+        build-fuzz/fuzz/$target "$corpus" -dict=fuzz/ir.dict -max_total_time="$fuzz_seconds" -timeout=10 \
+          -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/$target- \
+          >build-fuzz/$target.log 2>&1 || rc=$?
+        grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::(number_of_executed_units|peak_rss)' build-fuzz/$target.log || true
+        if ((rc)); then
+          tail -n 60 build-fuzz/$target.log
+          echo "sanitize: $target failed (exit $rc); its input is in build-fuzz/artifacts/"
+          exit 1
+        fi
+      done
+      ;;
+    *) echo "usage: $0 [asan] [tsan] [fuzz]" >&2; exit 2 ;;
+  esac
+done
+echo "sanitize: all clean"
