@@ -219,23 +219,20 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
         found = find_streams(sub, static_cast<int>(sp.num_carry), static_cast<int>(sp.num_xs));
       }
       body.plan = plan_program(sub, /*outputs_external=*/true, &found);
-      int extra_in = static_cast<int>(sub.inputs.size()), extra_out = static_cast<int>(sub.outputs.size());
-      for (auto [value, input] : found.prefetched) {
-        StreamedSlice s{input, extra_in++, {}};
-        for (int& b : s.buffers) {
-          b = new_buffer(MemoryKind::device, sub.type(value).size_bytes(), e, e);
-          plan->buffers[static_cast<size_t>(b)].stream_of = e;
+      // Each streamed slice: the io it replaces, the extra external index, two device buffers.
+      auto stream = [&](const std::vector<std::pair<ir::ValueId, int>>& found_slices, int next_external,
+                        std::vector<StreamedSlice>& out) {
+        for (auto [value, io] : found_slices) {
+          StreamedSlice s{io, next_external++, {}};
+          for (int& b : s.buffers) {
+            b = new_buffer(MemoryKind::device, sub.type(value).size_bytes(), e, e);
+            plan->buffers[static_cast<size_t>(b)].stream_of = e;
+          }
+          out.push_back(s);
         }
-        body.prefetched.push_back(s);
-      }
-      for (auto [value, output] : found.postponed) {
-        StreamedSlice s{output, extra_out++, {}};
-        for (int& b : s.buffers) {
-          b = new_buffer(MemoryKind::device, sub.type(value).size_bytes(), e, e);
-          plan->buffers[static_cast<size_t>(b)].stream_of = e;
-        }
-        body.postponed.push_back(s);
-      }
+      };
+      stream(found.prefetched, static_cast<int>(sub.inputs.size()), body.prefetched);
+      stream(found.postponed, static_cast<int>(sub.outputs.size()), body.postponed);
       for (int k = 0; k < kNumMemoryKinds; ++k)
         if (body.plan->arena_size[static_cast<size_t>(k)] > 0) {
           body.region[static_cast<size_t>(k)] =
