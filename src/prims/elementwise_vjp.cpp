@@ -58,33 +58,31 @@ Out convert_vjp(const ir::Equation&, Ts x, Ts, Ts g) {
   return {convert(g[0], x[0].dtype())};
 }
 
-void set(Table& t, Primitive p, VjpRule rule) { t[static_cast<size_t>(p)].vjp_rule = rule; }
-
 }  // namespace
 
 void register_elementwise_vjps(Table& t) {
   using P = Primitive;
-  set(t, P::neg, neg_vjp);
-  set(t, P::exp, exp_vjp);
-  set(t, P::log, log_vjp);
-  set(t, P::sin, sin_vjp);
-  set(t, P::cos, cos_vjp);
-  set(t, P::tanh, tanh_vjp);
-  set(t, P::logistic, logistic_vjp);
-  set(t, P::sqrt, sqrt_vjp);
-  set(t, P::rsqrt, rsqrt_vjp);
-  set(t, P::abs, abs_vjp);
-  set(t, P::sign, zero_vjp);
-  set(t, P::add, add_vjp);
-  set(t, P::sub, sub_vjp);
-  set(t, P::mul, mul_vjp);
-  set(t, P::div, div_vjp);
-  set(t, P::max, max_vjp);
-  set(t, P::min, min_vjp);
-  set(t, P::pow, pow_vjp);
-  for (P p : {P::eq, P::ne, P::lt, P::le, P::gt, P::ge}) set(t, p, zero_vjp);
-  set(t, P::select, select_vjp);
-  set(t, P::convert_element_type, convert_vjp);
+  set_vjp(t, P::neg, neg_vjp);
+  set_vjp(t, P::exp, exp_vjp);
+  set_vjp(t, P::log, log_vjp);
+  set_vjp(t, P::sin, sin_vjp);
+  set_vjp(t, P::cos, cos_vjp);
+  set_vjp(t, P::tanh, tanh_vjp);
+  set_vjp(t, P::logistic, logistic_vjp);
+  set_vjp(t, P::sqrt, sqrt_vjp);
+  set_vjp(t, P::rsqrt, rsqrt_vjp);
+  set_vjp(t, P::abs, abs_vjp);
+  set_vjp(t, P::sign, zero_vjp);
+  set_vjp(t, P::add, add_vjp);
+  set_vjp(t, P::sub, sub_vjp);
+  set_vjp(t, P::mul, mul_vjp);
+  set_vjp(t, P::div, div_vjp);
+  set_vjp(t, P::max, max_vjp);
+  set_vjp(t, P::min, min_vjp);
+  set_vjp(t, P::pow, pow_vjp);
+  for (P p : {P::eq, P::ne, P::lt, P::le, P::gt, P::ge}) set_vjp(t, p, zero_vjp);
+  set_vjp(t, P::select, select_vjp);
+  set_vjp(t, P::convert_element_type, convert_vjp);
 }
 
 }  // namespace ferry::prims

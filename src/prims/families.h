@@ -18,6 +18,8 @@ void register_memory(Table& t);       // device_put
 void register_control_flow(Table& t); // scan, checkpoint, checkpoint_name
 void register_copies(Table& t);       // copy_start, copy_done
 
+inline void set_vjp(Table& t, Primitive p, VjpRule rule) { t[static_cast<size_t>(p)].vjp_rule = rule; }
+
 // VJP rules, filled in after the entries exist (scan's VJP lives in src/transforms: it needs to
 // trace its body).
 void register_elementwise_vjps(Table& t);  // elementwise_vjp.cpp

@@ -189,25 +189,23 @@ Out concatenate_vjp(const ir::Equation& eq, Ts x, Ts, Ts g) {
 // The cotangent goes back to the memory kind the value came from.
 Out device_put_vjp(const ir::Equation&, Ts x, Ts, Ts g) { return {device_put(g[0], x[0].memory_kind())}; }
 
-void set(Table& t, Primitive p, VjpRule rule) { t[static_cast<size_t>(p)].vjp_rule = rule; }
-
 }  // namespace
 
 void register_structural_vjps(Table& t) {
   using P = Primitive;
-  set(t, P::iota, no_inputs_vjp);
-  set(t, P::constant, no_inputs_vjp);
-  set(t, P::broadcast_in_dim, broadcast_in_dim_vjp);
-  set(t, P::reshape, reshape_vjp);
-  set(t, P::transpose, transpose_vjp);
-  set(t, P::reduce_sum, reduce_sum_vjp);
-  set(t, P::reduce_max, reduce_max_vjp);
-  set(t, P::dot_general, dot_general_vjp);
-  set(t, P::slice, slice_vjp);
-  set(t, P::dynamic_slice, dynamic_slice_vjp);
-  set(t, P::dynamic_update_slice, dynamic_update_slice_vjp);
-  set(t, P::concatenate, concatenate_vjp);
-  set(t, P::device_put, device_put_vjp);
+  set_vjp(t, P::iota, no_inputs_vjp);
+  set_vjp(t, P::constant, no_inputs_vjp);
+  set_vjp(t, P::broadcast_in_dim, broadcast_in_dim_vjp);
+  set_vjp(t, P::reshape, reshape_vjp);
+  set_vjp(t, P::transpose, transpose_vjp);
+  set_vjp(t, P::reduce_sum, reduce_sum_vjp);
+  set_vjp(t, P::reduce_max, reduce_max_vjp);
+  set_vjp(t, P::dot_general, dot_general_vjp);
+  set_vjp(t, P::slice, slice_vjp);
+  set_vjp(t, P::dynamic_slice, dynamic_slice_vjp);
+  set_vjp(t, P::dynamic_update_slice, dynamic_update_slice_vjp);
+  set_vjp(t, P::concatenate, concatenate_vjp);
+  set_vjp(t, P::device_put, device_put_vjp);
 }
 
 }  // namespace ferry::prims
