@@ -13,6 +13,7 @@
 #include "ferry/ferry.h"
 #include "support/gradient_check.h"
 #include "support/memory_check.h"
+#include "support/second_report.h"
 
 namespace fy = ferry;
 using Xs = std::vector<fy::Tensor>;
@@ -35,25 +36,12 @@ nlohmann::json read_trace(const fy::Compiled& c, const std::vector<fy::Array>& a
 }
 
 TEST(Offload, SecondReportCompilesRunsAndStreamsEachStep) {
-  auto step = [](fy::Tensor y, fy::Tensor /*x_i*/) {
-    y = fy::sin(y);
-    y = fy::checkpoint_name(y, "save_remat");
-    y = fy::sin(y);
-    return std::pair{y, fy::Tensor{}};
-  };
-  auto remat_step = fy::checkpoint(step, offload_names({"save_remat"}));
-  auto apply = fy::jit([&](fy::Tensor params, fy::Tensor xs) {
-    return fy::grad([&](fy::Tensor p) { return fy::sum(fy::scan(remat_step, p, xs).carry); })(params);
-  });
-  auto plain = fy::jit([&](fy::Tensor params, fy::Tensor xs) {
-    return fy::grad([&](fy::Tensor p) { return fy::sum(fy::scan(step, p, xs).carry); })(params);
-  });
-  std::vector<fy::Array> args{fy::ones({3}), fy::ones({2, 3})};
-  fy::Compiled c = apply.lower(args[0], args[1]).compile();
+  std::vector<fy::Array> args = fy::testing::second_report_args();
+  fy::Compiled c = fy::testing::second_report(true).compile();
   fy::MemoryStats m = c.memory_analysis();
   EXPECT_GT(m.host_temp_size_in_bytes, 0);
   auto g = fy::testing::run_checked(c, args);
-  EXPECT_TRUE(g[0].equals(fy::testing::jit_checked(plain, args[0], args[1])[0]));
+  EXPECT_TRUE(g[0].equals(fy::testing::run_checked(fy::testing::second_report(false).compile(), args)[0]));
   // Each forward step streams its named value out; each backward step's slice was prefetched.
   fy::ExecutionStats s = c.execution_stats();
   EXPECT_EQ(s.bytes_to_host, 2 * 3 * 4);

@@ -8,6 +8,7 @@
 #include "ferry/ferry.h"
 #include "support/error_of.h"
 #include "support/gradient_check.h"
+#include "support/second_report.h"
 
 namespace fy = ferry;
 using ::testing::HasSubstr;
@@ -186,29 +187,15 @@ TEST(Checkpoint, OffloadPolicyMovesResidualsToHostAndBack) {
 }
 
 TEST(Checkpoint, SecondReportOffloadsPerScanStepIntoHostMemory) {
-  auto step = [](fy::Tensor y, fy::Tensor) {
-    y = fy::sin(y);
-    y = fy::checkpoint_name(y, "save_remat");
-    y = fy::sin(y);
-    return std::pair{y, fy::Tensor{}};
-  };
-  auto policy = fy::policies::save_and_offload_only_these_names({}, {"save_remat"}, fy::MemoryKind::device,
-                                                                fy::MemoryKind::pinned_host);
-  auto remat_step = fy::checkpoint(step, policy);
-  auto apply = fy::jit([&](fy::Tensor params, fy::Tensor xs) {
-    return fy::grad([&](fy::Tensor p) { return fy::sum(fy::scan(remat_step, p, xs).carry); })(params);
-  });
-  auto plain = fy::jit([&](fy::Tensor params, fy::Tensor xs) {
-    return fy::grad([&](fy::Tensor p) { return fy::sum(fy::scan(step, p, xs).carry); })(params);
-  });
-  fy::Lowered lowered = apply.lower(fy::ones({3}), fy::ones({2, 3}));
+  fy::Lowered lowered = fy::testing::second_report(true);
   std::string text = lowered.as_text();
   // The forward scan stacks the named value directly in host memory; the reverse scan's body
   // fetches one slice back per step.
   EXPECT_THAT(text, HasSubstr("f32[2,3]{pinned_host} {"));
   EXPECT_THAT(text, HasSubstr("device_put[dst=device] %2 : f32[3] !remat"));
-  auto g = lowered.compile()(fy::ones({3}), fy::ones({2, 3}))[0];
-  EXPECT_TRUE(g.equals(plain(fy::ones({3}), fy::ones({2, 3}))[0]));
+  std::vector<fy::Array> args = fy::testing::second_report_args();
+  auto g = lowered.compile().run(args)[0];
+  EXPECT_TRUE(g.equals(fy::testing::second_report(false).compile().run(args)[0]));
 }
 
 TEST(Checkpoint, Composes) {
