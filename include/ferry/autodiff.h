@@ -113,21 +113,20 @@ template <class F, int... I> class ValueAndGradFn {
   F f_;
 };
 
+// value_and_grad without the value.
 template <class F, int... I> class GradFn {
  public:
-  explicit GradFn(F f) : f_(std::move(f)) {}
+  explicit GradFn(F f) : value_and_grad_(std::move(f)) {}
   template <class... Args> auto operator()(const Args&... args) const {
     if constexpr ((detail::is_array_arg<Args>::value && ...)) {
       return jit(*this)(args...);
     } else {
-      auto grads = detail::value_and_grad_impl<F, I...>(f_, args...).second;
-      if constexpr (sizeof...(I) == 1) return std::get<0>(grads);
-      else return grads;
+      return value_and_grad_(args...).second;
     }
   }
 
  private:
-  F f_;
+  ValueAndGradFn<F, I...> value_and_grad_;
 };
 
 // The gradient of a scalar-valued f with respect to its first argument (or those named by argnums).
