@@ -69,10 +69,13 @@ int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
 Streams find_streams(const ir::Program& body, int num_carry, int num_xs) {
   Streams s;
   const size_t nv = body.values.size();
-  std::vector<int> readers(nv, 0), producer(nv, -1);
+  std::vector<int> readers(nv, 0), producer(nv, -1), output_uses(nv, 0);
   std::vector<char> is_input(nv, 0), is_output(nv, 0);
   for (ir::ValueId v : body.inputs) is_input[static_cast<size_t>(v)] = 1;
-  for (ir::ValueId v : body.outputs) is_output[static_cast<size_t>(v)] = 1;
+  for (ir::ValueId v : body.outputs) {
+    is_output[static_cast<size_t>(v)] = 1;
+    ++output_uses[static_cast<size_t>(v)];
+  }
   for (size_t e = 0; e < body.equations.size(); ++e) {
     for (ir::ValueId v : body.equations[e].inputs) ++readers[static_cast<size_t>(v)];
     for (ir::ValueId v : body.equations[e].outputs) producer[static_cast<size_t>(v)] = static_cast<int>(e);
@@ -87,10 +90,15 @@ Streams find_streams(const ir::Program& body, int num_carry, int num_xs) {
       if (body.inputs[static_cast<size_t>(i)] == src && readers[static_cast<size_t>(src)] == 2 &&
           body.type(result).kind == MemoryKind::device && !is_output[static_cast<size_t>(result)])
         s.prefetched.emplace_back(result, i);
-    // Postpone: a ys output in host memory filled from a device value computed in the body.
+    // Postpone: a ys output in host memory filled from a device value computed in the body. The
+    // copy then never runs inside the body, so its host result must have no other use there: no
+    // reader (a fetch back, say) and no second output position, which would read a value that
+    // was never written.
+    if (readers[static_cast<size_t>(result)] != 0 || output_uses[static_cast<size_t>(result)] != 1) continue;
     for (size_t o = static_cast<size_t>(num_carry); o < body.outputs.size(); ++o)
       if (body.outputs[o] == result && body.type(src).kind == MemoryKind::device && !is_input[static_cast<size_t>(src)] &&
-          !is_output[static_cast<size_t>(src)] && producer[static_cast<size_t>(src)] >= 0)
+          !is_output[static_cast<size_t>(src)] && producer[static_cast<size_t>(src)] >= 0 &&
+          std::none_of(s.postponed.begin(), s.postponed.end(), [&](const auto& q) { return q.first == src; }))
         s.postponed.emplace_back(src, static_cast<int>(o));
   }
   return s;
