@@ -8,7 +8,8 @@ namespace {
 
 int64_t aligned(int64_t bytes) { return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
 
-// Inputs whose buffer the equation's (single) output may take over when they die there.
+}  // namespace
+
 std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
   switch (eq.prim) {
     case Primitive::neg: case Primitive::exp: case Primitive::log: case Primitive::sin: case Primitive::cos:
@@ -26,6 +27,8 @@ std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
       return {};
   }
 }
+
+namespace {
 
 // Offsets for every buffer of one kind: largest first, each at the smallest gap that fits among
 // the buffers already placed that are live at the same time (else above them all).

@@ -80,6 +80,9 @@ struct MemoryPlan {
   std::array<int64_t, kNumMemoryKinds> peak_live{};
 };
 
+// Inputs whose buffer the equation's (single) output may take over when they die there.
+std::vector<size_t> in_place_candidates(const ir::Equation& eq);
+
 // Plans a scheduled program. Top level (outputs_external = false): inputs are arguments and
 // outputs live in the arena until the end. Bodies (true): inputs and outputs are external.
 std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& program, bool outputs_external);

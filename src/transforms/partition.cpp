@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "compiler/dce.h"
 #include "ferry/error.h"
 
@@ -89,12 +91,38 @@ Partition partition(const PartitionSpec& spec) {
     }
   }
 
+  auto kind_of = [&](const ir::Equation& eq) {
+    return eq.decision.kind == RematDecision::Kind::none ? spec.default_kind : eq.decision.kind;
+  };
+  // A value the user named and the policy keeps (saved or offloaded) is the value the backward part
+  // reads wherever it would read the unnamed original: a VJP rule reads tanh's output, not the
+  // checkpoint_name of it, and both are the same numbers. Without this the named copy would be kept
+  // and the original recomputed anyway (with everything it needs).
+  std::vector<ValueId> named_as(nv);
+  std::vector<size_t> named_at(nv, ne);  // the naming equation's index
+  for (size_t v = 0; v < nv; ++v) named_as[v] = static_cast<ValueId>(v);
+  for (size_t e = 0; e < ne; ++e) {
+    const ir::Equation& eq = J.equations[e];
+    if (eq.prim != Primitive::checkpoint_name || backward[e] || eq_invariant[e] ||
+        kind_of(eq) == RematDecision::Kind::recompute)
+      continue;
+    named_as[static_cast<size_t>(eq.inputs[0])] = eq.outputs[0];
+    named_at[static_cast<size_t>(eq.inputs[0])] = e;
+  }
+  // What a reader at equation `reader` reads for v. A recomputed forward equation takes a name only
+  // when the name comes before it, so that the sweep below still decides the name's equation.
+  auto read_as = [&](ValueId v, size_t reader = std::numeric_limits<size_t>::max()) {
+    while (named_as[static_cast<size_t>(v)] != v && named_at[static_cast<size_t>(v)] < reader)
+      v = named_as[static_cast<size_t>(v)];
+    return v;
+  };
+
   // What the backward part reads, then what each forward equation's decision makes of it.
   std::vector<char> needed(nv, 0), recompute(ne, 0);
   for (size_t e = 0; e < ne; ++e)
     if (backward[e])
-      for (ValueId v : J.equations[e].inputs) needed[static_cast<size_t>(v)] = 1;
-  for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i) needed[static_cast<size_t>(J.outputs[i])] = 1;
+      for (ValueId v : J.equations[e].inputs) needed[static_cast<size_t>(read_as(v))] = 1;
+  for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i) needed[static_cast<size_t>(read_as(J.outputs[i]))] = 1;
   std::vector<PartitionResidual> computed;  // residuals produced by forward equations, in reverse order
   for (size_t e = ne; e-- > 0;) {
     if (backward[e]) continue;
@@ -102,10 +130,10 @@ Partition partition(const PartitionSpec& spec) {
     bool used = false;
     for (ValueId v : eq.outputs) used = used || needed[static_cast<size_t>(v)];
     if (!used) continue;
-    RematDecision::Kind kind = eq.decision.kind == RematDecision::Kind::none ? spec.default_kind : eq.decision.kind;
+    RematDecision::Kind kind = kind_of(eq);
     if (eq_invariant[e] || kind == RematDecision::Kind::recompute) {
       recompute[e] = 1;
-      for (ValueId v : eq.inputs) needed[static_cast<size_t>(v)] = 1;
+      for (ValueId v : eq.inputs) needed[static_cast<size_t>(read_as(v, e))] = 1;
       continue;
     }
     for (auto it = eq.outputs.rbegin(); it != eq.outputs.rend(); ++it) {
@@ -160,13 +188,20 @@ Partition partition(const PartitionSpec& spec) {
     bwd.program().equations.back().rematerialized = true;  // the fetch belongs to the backward pass
     bwd.bind(value, back);
   }
+  // Readers of a named value read the name (a recomputed one that runs before the name was decided
+  // reads the original, which is then recomputed and rebinds it: the same numbers).
+  for (size_t v = 0; v < nv; ++v) {
+    ValueId named = read_as(static_cast<ValueId>(v));
+    if (named != static_cast<ValueId>(v) && needed[static_cast<size_t>(named)]) bwd.bind(static_cast<ValueId>(v), bwd.map(named));
+  }
   for (size_t e = 0; e < ne; ++e) {
     if (!backward[e] && !recompute[e]) continue;
     ir::Equation& copy = bwd.copy(J.equations[e]);
     copy.decision = {};
     if (recompute[e]) copy.rematerialized = spec.prevent_cse;
   }
-  for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i) bwd.program().outputs.push_back(bwd.map(J.outputs[i]));
+  for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i)
+    bwd.program().outputs.push_back(bwd.map(read_as(J.outputs[i])));
   result.backward = bwd.finish();
   return result;
 }

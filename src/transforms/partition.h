@@ -11,6 +11,9 @@
 // - recomputed: its equation is copied into the backward program (marked rematerialized when
 //   prevent_cse), and what it reads is needed in turn.
 // Loop-invariant values (functions of invariant inputs and literals only) are always recomputed.
+// Where the backward part reads a value that a checkpoint_name names and the name's decision keeps
+// (saved or offloaded), it reads the named value instead: the same numbers, so the policy's choice
+// is the one that takes effect and the original is not recomputed.
 #pragma once
 
 #include <memory>
