@@ -30,16 +30,10 @@ std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
 
 namespace {
 
-// Offsets for every buffer of one kind: largest first, each at the smallest gap that fits among
-// the buffers already placed that are live at the same time (else above them all).
-int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
-  std::vector<size_t> order;
-  for (size_t i = 0; i < buffers.size(); ++i)
-    if (buffers[i].kind == kind) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
-    return buffers[a].start < buffers[b].start;
-  });
+// Offsets for the buffers `order` lists, placed in that order, each at the smallest gap that fits
+// among the buffers already placed that are live at the same time (else above them all). Returns
+// the arena size.
+int64_t pack_in_order(std::vector<Buffer>& buffers, const std::vector<size_t>& order) {
   std::vector<size_t> placed;
   std::vector<std::pair<int64_t, int64_t>> busy;
   int64_t arena = 0;
@@ -64,6 +58,32 @@ int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
     arena = std::max(arena, b.offset + b.size);
     placed.push_back(i);
   }
+  return arena;
+}
+
+// Packs every buffer of one kind into its arena. Best fit depends on the order buffers are placed
+// in, and no one order wins on every program: largest first suits buffers of mixed sizes, first
+// born first suits the stack-like lifetimes of a forward and backward pass. Both are tried and the
+// smaller arena is kept.
+int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
+  std::vector<size_t> by_size;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].kind == kind) by_size.push_back(i);
+  std::vector<size_t> by_start = by_size;
+  std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
+    if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
+    return buffers[a].start < buffers[b].start;
+  });
+  std::stable_sort(by_start.begin(), by_start.end(), [&](size_t a, size_t b) {
+    if (buffers[a].start != buffers[b].start) return buffers[a].start < buffers[b].start;
+    return buffers[a].size > buffers[b].size;
+  });
+  int64_t arena = pack_in_order(buffers, by_size);
+  std::vector<int64_t> offsets;
+  for (size_t i : by_size) offsets.push_back(buffers[i].offset);
+  int64_t other = pack_in_order(buffers, by_start);
+  if (other < arena) return other;
+  for (size_t k = 0; k < by_size.size(); ++k) buffers[by_size[k]].offset = offsets[k];
   return arena;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "compiler/order_peak.h"
+#include "compiler/memory_plan.h"
 #include "compiler/pass_util.h"
 
 namespace ferry::compiler {
@@ -170,11 +171,20 @@ bool schedule_for_memory(ir::Program& program) {
   Dependences d(program);
   std::vector<size_t> as_is(n);
   for (size_t e = 0; e < n; ++e) as_is[e] = e;
+  // Candidates are compared by the arena buffer assignment would give them where that is cheap
+  // enough (packing can fragment one order more than another), else by the live-bytes model.
+  constexpr size_t kPlanCandidatesUpTo = 4000;
   OrderPeak model(program);
+  auto peak_of = [&](const std::vector<size_t>& order) {
+    if (n > kPlanCandidatesUpTo) return model.peak(order);
+    ir::Program reordered = program;
+    reorder(reordered, order);
+    return plan_memory(reordered, /*outputs_external=*/false)->arena_size[kind_index(MemoryKind::device)];
+  };
   std::vector<size_t> best;
   int64_t best_peak = std::numeric_limits<int64_t>::max();
   for (std::vector<size_t> candidate : {just_in_time_order(program, d), memory_first_order(program, d), as_is}) {
-    int64_t peak = model.peak(candidate);
+    int64_t peak = peak_of(candidate);
     if (peak < best_peak) {
       best_peak = peak;
       best = std::move(candidate);

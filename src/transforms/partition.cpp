@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
 #include <limits>
 
 #include "compiler/dce.h"
@@ -61,6 +63,75 @@ std::shared_ptr<ir::Program> ProgramCopier::finish() {
   return out_;
 }
 
+namespace {
+
+// Forward equations whose results only the backward part reads (work a VJP rule does on primal
+// values, such as 1 - tanh(x)^2) cost the same computed in either part. Saved, they are residuals;
+// deferred to the backward part they are computed there from what they read, once either way. A
+// connected group of such equations is deferred when what it reads from outside the group and the
+// backward part does not already keep takes no more bytes than the residuals it stops producing.
+// `kept(v)`: the backward part already reads v (or the name of it); `saved(eq)`: the equation's
+// decision is save (offloads and names keep the policy's choice).
+std::vector<char> deferrable(const ir::Program& J, const PartitionSpec& spec, const std::vector<char>& backward,
+                             const std::vector<char>& eq_invariant, const std::function<bool(ValueId)>& kept,
+                             const std::function<bool(const ir::Equation&)>& saved) {
+  const size_t nv = J.values.size(), ne = J.equations.size();
+  std::vector<int> producer(nv, -1);
+  for (size_t e = 0; e < ne; ++e)
+    for (ValueId v : J.equations[e].outputs) producer[static_cast<size_t>(v)] = static_cast<int>(e);
+  // What the primal outputs need, from the outputs back.
+  std::vector<char> primal(ne, 0), wanted(nv, 0);
+  for (size_t i = 0; i < spec.num_primal_outputs; ++i) wanted[static_cast<size_t>(J.outputs[i])] = 1;
+  for (size_t e = ne; e-- > 0;) {
+    if (backward[e]) continue;
+    for (ValueId v : J.equations[e].outputs) primal[e] = primal[e] || wanted[static_cast<size_t>(v)];
+    if (primal[e])
+      for (ValueId v : J.equations[e].inputs) wanted[static_cast<size_t>(v)] = 1;
+  }
+  std::vector<char> candidate(ne, 0);
+  for (size_t e = 0; e < ne; ++e) {
+    const ir::Equation& eq = J.equations[e];
+    // Copies between memory kinds stay where they are: an offload is the policy's to decide.
+    candidate[e] = !backward[e] && !primal[e] && !eq_invariant[e] && eq.subprograms.empty() && eq.outputs.size() == 1 &&
+                   eq.prim != Primitive::device_put && saved(eq);
+  }
+  // Groups: candidates joined through the values one reads from another (union-find).
+  std::vector<size_t> group(ne);
+  for (size_t e = 0; e < ne; ++e) group[e] = e;
+  std::function<size_t(size_t)> root = [&](size_t e) { return group[e] == e ? e : group[e] = root(group[e]); };
+  for (size_t e = 0; e < ne; ++e) {
+    if (!candidate[e]) continue;
+    for (ValueId v : J.equations[e].inputs) {
+      int p = producer[static_cast<size_t>(v)];
+      if (p >= 0 && candidate[static_cast<size_t>(p)]) group[root(static_cast<size_t>(p))] = root(e);
+    }
+  }
+  // Device bytes: what a residual costs where the limit is.
+  auto bytes = [&](ValueId v) { return J.type(v).kind == MemoryKind::device ? J.type(v).size_bytes() : 0; };
+  std::vector<int64_t> freed(ne, 0), added(ne, 0);
+  std::vector<char> counted(nv, 0);
+  for (size_t e = 0; e < ne; ++e) {
+    if (!candidate[e]) continue;
+    size_t g = root(e);
+    ValueId out = J.equations[e].outputs[0];
+    if (kept(out)) freed[g] += bytes(out);
+    for (ValueId v : J.equations[e].inputs) {
+      int p = producer[static_cast<size_t>(v)];
+      bool inside = p >= 0 && candidate[static_cast<size_t>(p)];
+      bool free = p >= 0 && eq_invariant[static_cast<size_t>(p)];
+      if (inside || free || kept(v) || counted[static_cast<size_t>(v)]) continue;
+      counted[static_cast<size_t>(v)] = 1;  // a new residual, counted once (shared: a lower bound)
+      added[g] += bytes(v);
+    }
+  }
+  std::vector<char> defer(ne, 0);
+  for (size_t e = 0; e < ne; ++e)
+    defer[e] = candidate[e] && added[root(e)] < freed[root(e)];
+  return defer;
+}
+
+}  // namespace
+
 Partition partition(const PartitionSpec& spec) {
   const ir::Program& J = *spec.joint;
   const size_t nv = J.values.size(), ne = J.equations.size();
@@ -117,34 +188,48 @@ Partition partition(const PartitionSpec& spec) {
     return v;
   };
 
-  // What the backward part reads, then what each forward equation's decision makes of it.
-  std::vector<char> needed(nv, 0), recompute(ne, 0);
-  for (size_t e = 0; e < ne; ++e)
-    if (backward[e])
-      for (ValueId v : J.equations[e].inputs) needed[static_cast<size_t>(read_as(v))] = 1;
-  for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i) needed[static_cast<size_t>(read_as(J.outputs[i]))] = 1;
+  // What the backward part reads, then what each forward equation's decision makes of it. A
+  // deferred equation runs in the backward part instead of the forward one (see below).
+  std::vector<char> needed, recompute;
   std::vector<PartitionResidual> computed;  // residuals produced by forward equations, in reverse order
-  for (size_t e = ne; e-- > 0;) {
-    if (backward[e]) continue;
-    const ir::Equation& eq = J.equations[e];
-    bool used = false;
-    for (ValueId v : eq.outputs) used = used || needed[static_cast<size_t>(v)];
-    if (!used) continue;
-    RematDecision::Kind kind = kind_of(eq);
-    if (eq_invariant[e] || kind == RematDecision::Kind::recompute) {
-      recompute[e] = 1;
-      for (ValueId v : eq.inputs) needed[static_cast<size_t>(read_as(v, e))] = 1;
-      continue;
+  auto sweep = [&](const std::vector<char>& defer) {
+    needed.assign(nv, 0);
+    recompute.assign(ne, 0);
+    computed.clear();
+    for (size_t e = 0; e < ne; ++e)
+      if (backward[e])
+        for (ValueId v : J.equations[e].inputs) needed[static_cast<size_t>(read_as(v))] = 1;
+    for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i) needed[static_cast<size_t>(read_as(J.outputs[i]))] = 1;
+    for (size_t e = ne; e-- > 0;) {
+      if (backward[e]) continue;
+      const ir::Equation& eq = J.equations[e];
+      bool used = false;
+      for (ValueId v : eq.outputs) used = used || needed[static_cast<size_t>(v)];
+      if (!used) continue;
+      RematDecision::Kind kind = kind_of(eq);
+      if (eq_invariant[e] || kind == RematDecision::Kind::recompute || defer[e]) {
+        recompute[e] = 1;
+        for (ValueId v : eq.inputs) needed[static_cast<size_t>(read_as(v, e))] = 1;
+        continue;
+      }
+      for (auto it = eq.outputs.rbegin(); it != eq.outputs.rend(); ++it) {
+        if (!needed[static_cast<size_t>(*it)]) continue;
+        PartitionResidual r;
+        r.value = *it;
+        r.offloaded = kind == RematDecision::Kind::offload && eq.decision.dst != J.type(*it).kind;
+        r.dst = eq.decision.dst;
+        computed.push_back(r);
+      }
     }
-    for (auto it = eq.outputs.rbegin(); it != eq.outputs.rend(); ++it) {
-      if (!needed[static_cast<size_t>(*it)]) continue;
-      PartitionResidual r;
-      r.value = *it;
-      r.offloaded = kind == RematDecision::Kind::offload && eq.decision.dst != J.type(*it).kind;
-      r.dst = eq.decision.dst;
-      computed.push_back(r);
-    }
-  }
+  };
+  sweep(std::vector<char>(ne, 0));
+  auto kept = [&](ValueId v) { return needed[static_cast<size_t>(read_as(v))] != 0; };
+  std::vector<char> deferred = deferrable(J, spec, backward, eq_invariant, kept, [&](const ir::Equation& eq) {
+    RematDecision::Kind kind = spec.defer_default_saves ? kind_of(eq) : eq.decision.kind;
+    return kind == RematDecision::Kind::save && eq.prim != Primitive::checkpoint_name;
+  });
+  if (std::find(deferred.begin(), deferred.end(), 1) != deferred.end()) sweep(deferred);
+
   Partition result;
   for (size_t i = 0; i < spec.num_primal_inputs; ++i)
     if (needed[static_cast<size_t>(J.inputs[i])]) result.residuals.push_back({J.inputs[i], static_cast<int>(i), false, {}});
@@ -198,7 +283,7 @@ Partition partition(const PartitionSpec& spec) {
     if (!backward[e] && !recompute[e]) continue;
     ir::Equation& copy = bwd.copy(J.equations[e]);
     copy.decision = {};
-    if (recompute[e]) copy.rematerialized = spec.prevent_cse;
+    if (recompute[e] && !deferred[e]) copy.rematerialized = spec.prevent_cse;
   }
   for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i)
     bwd.program().outputs.push_back(bwd.map(read_as(J.outputs[i])));

@@ -30,6 +30,11 @@ struct PartitionSpec {
   std::vector<char> invariant_inputs;  // per primal input; empty: none
   ir::RematDecision::Kind default_kind = ir::RematDecision::Kind::save;
   bool prevent_cse = true;
+  // Work only the backward part reads (a VJP rule's, on primal values) moves to the backward part
+  // when that keeps fewer bytes (see partition.cpp): always for equations a policy decided to save;
+  // for those saved by default only when this is set (a scan's default would otherwise trade
+  // stacked residuals for temporaries of its backward body, which is not always a gain).
+  bool defer_default_saves = false;
 };
 
 struct PartitionResidual {
