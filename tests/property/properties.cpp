@@ -1,8 +1,6 @@
 #include "property/properties.h"
 
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -84,10 +82,6 @@ std::optional<Failure> check(const RandomProgram& p, CheckStats* stats) {
     if (std::string d = testing::high_water_mismatch(plain); !d.empty())
       return Failure{"measured high-water marks equal the planned peaks (without checkpoints)", d};
 
-    if (std::getenv("FERRY_PEAK_STATS")) {
-      int64_t a = compiled.memory_analysis().peak_memory_in_bytes, b = plain.memory_analysis().peak_memory_in_bytes;
-      if (a > b) std::fprintf(stderr, "PEAK seed %u: %lld > %lld (%.3f)\n", p.seed, (long long)a, (long long)b, double(a) / double(b));
-    }
     stage = "gradients equal the program's without checkpoints";
     bool identical = true;
     for (size_t i = 0; i < want.size(); ++i) {
