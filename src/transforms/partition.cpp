@@ -144,6 +144,26 @@ Partition partition(const PartitionSpec& spec) {
     if (i >= spec.num_primal_inputs) tangent[v] = 1;
     else if (i < spec.invariant_inputs.size() && spec.invariant_inputs[i]) invariant[v] = 1;
   }
+  // A rematerialized equation belongs to the backward part (a nested checkpoint's recomputation),
+  // unless the primal outputs need it: differentiating a backward program (second order) replays
+  // its recomputations as part of its primal computation.
+  std::vector<char> primal_cone(ne, 0);
+  {
+    std::vector<char> depends_on_tangent(nv, 0), wanted(nv, 0);
+    for (size_t i = spec.num_primal_inputs; i < J.inputs.size(); ++i) depends_on_tangent[static_cast<size_t>(J.inputs[i])] = 1;
+    std::vector<char> eq_tangent(ne, 0);
+    for (size_t e = 0; e < ne; ++e) {
+      for (ValueId v : J.equations[e].inputs) eq_tangent[e] = eq_tangent[e] || depends_on_tangent[static_cast<size_t>(v)];
+      for (ValueId v : J.equations[e].outputs) depends_on_tangent[static_cast<size_t>(v)] = eq_tangent[e];
+    }
+    for (size_t i = 0; i < spec.num_primal_outputs; ++i) wanted[static_cast<size_t>(J.outputs[i])] = 1;
+    for (size_t e = ne; e-- > 0;) {
+      if (eq_tangent[e]) continue;
+      for (ValueId v : J.equations[e].outputs) primal_cone[e] = primal_cone[e] || wanted[static_cast<size_t>(v)];
+      if (primal_cone[e])
+        for (ValueId v : J.equations[e].inputs) wanted[static_cast<size_t>(v)] = 1;
+    }
+  }
   std::vector<char> backward(ne, 0), eq_invariant(ne, 0);
   for (size_t e = 0; e < ne; ++e) {
     const ir::Equation& eq = J.equations[e];
@@ -152,7 +172,7 @@ Partition partition(const PartitionSpec& spec) {
       t = t || tangent[static_cast<size_t>(v)];
       inv = inv && invariant[static_cast<size_t>(v)];
     }
-    backward[e] = t || eq.rematerialized;
+    backward[e] = t || (eq.rematerialized && !primal_cone[e]);
     eq_invariant[e] = !backward[e] && inv;
     for (ValueId v : eq.outputs) {
       // What reads a rematerialized value is backward too: that value exists only there (e.g. a
