@@ -8,6 +8,8 @@ namespace {
 
 int64_t aligned(int64_t bytes) { return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
 
+}  // namespace
+
 // Inputs whose buffer the equation's (single) output may take over when they die there.
 std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
   switch (eq.prim) {
@@ -26,6 +28,8 @@ std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
       return {};
   }
 }
+
+namespace {
 
 // Offsets for every buffer of one kind: largest first, each at the smallest gap that fits among
 // the buffers already placed that are live at the same time (else above them all).
