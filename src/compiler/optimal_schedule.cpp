@@ -265,11 +265,13 @@ int64_t device_peak_of_order(const ir::Program& region, const MemoryPlan& plan, 
   std::vector<size_t> unread(m.values.size());
   for (size_t v = 0; v < m.values.size(); ++v) unread[v] = m.values[v].readers.size();
   if (order.size() != n)
-    throw Error(ErrorCode::invalid_argument, fmt::format("device_peak_of_order: {} positions for {} equations", order.size(), n));
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("device_peak_of_order: {} positions for {} equations", order.size(), n));
   int64_t live = 0, peak = 0;
   for (size_t e : order) {
     if (e >= n || done[e])
-      throw Error(ErrorCode::invalid_argument, fmt::format("device_peak_of_order: equation {} is not in the region or repeats", e));
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("device_peak_of_order: equation {} is not in the region or repeats", e));
     for (int pe : m.eqs[e].preds)
       if (!done[static_cast<size_t>(pe)])
         throw Error(ErrorCode::invalid_argument,
