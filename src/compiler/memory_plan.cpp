@@ -10,7 +10,6 @@ int64_t aligned(int64_t bytes) { return (bytes + kBufferAlignment - 1) / kBuffer
 
 }  // namespace
 
-// Inputs whose buffer the equation's (single) output may take over when they die there.
 std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
   switch (eq.prim) {
     case Primitive::neg: case Primitive::exp: case Primitive::log: case Primitive::sin: case Primitive::cos:
@@ -31,16 +30,10 @@ std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
 
 namespace {
 
-// Offsets for every buffer of one kind: largest first, each at the smallest gap that fits among
-// the buffers already placed that are live at the same time (else above them all).
-int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
-  std::vector<size_t> order;
-  for (size_t i = 0; i < buffers.size(); ++i)
-    if (buffers[i].kind == kind) order.push_back(i);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
-    return buffers[a].start < buffers[b].start;
-  });
+// Offsets for the buffers `order` lists, placed in that order, each at the smallest gap that fits
+// among the buffers already placed that are live at the same time (else above them all). Returns
+// the arena size.
+int64_t pack_in_order(std::vector<Buffer>& buffers, const std::vector<size_t>& order) {
   std::vector<size_t> placed;
   std::vector<std::pair<int64_t, int64_t>> busy;
   int64_t arena = 0;
@@ -68,15 +61,44 @@ int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
   return arena;
 }
 
+// Packs every buffer of one kind into its arena. Best fit depends on the order buffers are placed
+// in, and no one order wins on every program: largest first suits buffers of mixed sizes, first
+// born first suits the stack-like lifetimes of a forward and backward pass. Both are tried and the
+// smaller arena is kept.
+int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
+  std::vector<size_t> by_size;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].kind == kind) by_size.push_back(i);
+  std::vector<size_t> by_start = by_size;
+  std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
+    if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
+    return buffers[a].start < buffers[b].start;
+  });
+  std::stable_sort(by_start.begin(), by_start.end(), [&](size_t a, size_t b) {
+    if (buffers[a].start != buffers[b].start) return buffers[a].start < buffers[b].start;
+    return buffers[a].size > buffers[b].size;
+  });
+  int64_t arena = pack_in_order(buffers, by_size);
+  std::vector<int64_t> offsets;
+  for (size_t i : by_size) offsets.push_back(buffers[i].offset);
+  int64_t other = pack_in_order(buffers, by_start);
+  if (other < arena) return other;
+  for (size_t k = 0; k < by_size.size(); ++k) buffers[by_size[k]].offset = offsets[k];
+  return arena;
+}
+
 }  // namespace
 
 Streams find_streams(const ir::Program& body, int num_carry, int num_xs) {
   Streams s;
   const size_t nv = body.values.size();
-  std::vector<int> readers(nv, 0), producer(nv, -1);
+  std::vector<int> readers(nv, 0), producer(nv, -1), output_uses(nv, 0);
   std::vector<char> is_input(nv, 0), is_output(nv, 0);
   for (ir::ValueId v : body.inputs) is_input[static_cast<size_t>(v)] = 1;
-  for (ir::ValueId v : body.outputs) is_output[static_cast<size_t>(v)] = 1;
+  for (ir::ValueId v : body.outputs) {
+    is_output[static_cast<size_t>(v)] = 1;
+    ++output_uses[static_cast<size_t>(v)];
+  }
   for (size_t e = 0; e < body.equations.size(); ++e) {
     for (ir::ValueId v : body.equations[e].inputs) ++readers[static_cast<size_t>(v)];
     for (ir::ValueId v : body.equations[e].outputs) producer[static_cast<size_t>(v)] = static_cast<int>(e);
@@ -91,10 +113,15 @@ Streams find_streams(const ir::Program& body, int num_carry, int num_xs) {
       if (body.inputs[static_cast<size_t>(i)] == src && readers[static_cast<size_t>(src)] == 2 &&
           body.type(result).kind == MemoryKind::device && !is_output[static_cast<size_t>(result)])
         s.prefetched.emplace_back(result, i);
-    // Postpone: a ys output in host memory filled from a device value computed in the body.
+    // Postpone: a ys output in host memory filled from a device value computed in the body. The
+    // copy then never runs inside the body, so its host result must have no other use there: no
+    // reader (a fetch back, say) and no second output position, which would read a value that
+    // was never written.
+    if (readers[static_cast<size_t>(result)] != 0 || output_uses[static_cast<size_t>(result)] != 1) continue;
     for (size_t o = static_cast<size_t>(num_carry); o < body.outputs.size(); ++o)
       if (body.outputs[o] == result && body.type(src).kind == MemoryKind::device && !is_input[static_cast<size_t>(src)] &&
-          !is_output[static_cast<size_t>(src)] && producer[static_cast<size_t>(src)] >= 0)
+          !is_output[static_cast<size_t>(src)] && producer[static_cast<size_t>(src)] >= 0 &&
+          std::none_of(s.postponed.begin(), s.postponed.end(), [&](const auto& q) { return q.first == src; }))
         s.postponed.emplace_back(src, static_cast<int>(o));
   }
   return s;

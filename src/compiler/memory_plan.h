@@ -80,14 +80,12 @@ struct MemoryPlan {
   std::array<int64_t, kNumMemoryKinds> peak_live{};
 };
 
+// Inputs whose buffer the equation's (single) output may take over when they die there.
+std::vector<size_t> in_place_candidates(const ir::Equation& eq);
+
 // Plans a scheduled program. Top level (outputs_external = false): inputs are arguments and
 // outputs live in the arena until the end. Bodies (true): inputs and outputs are external.
 std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& program, bool outputs_external);
-
-// Inputs (by position) whose buffer the equation's single output may take over when the input dies
-// there (same kind and size): the elementwise writes in place the plan makes. The first that
-// qualifies is taken. optimal_schedule.h models the plan with the same list.
-std::vector<size_t> in_place_candidates(const ir::Equation& eq);
 
 // What a scan runner streams for a body (see StreamedSlice), as (body value, input/output index).
 struct Streams {

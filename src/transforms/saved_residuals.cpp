@@ -83,6 +83,7 @@ std::vector<Residual> residuals_impl(const std::function<std::vector<Tensor>(con
   spec.joint = &J;
   spec.num_primal_inputs = closed.program->inputs.size();
   spec.num_primal_outputs = closed.program->outputs.size();
+  spec.defer_default_saves = true;  // as the compiled program computes that work: in the backward pass
   transforms::Partition part = transforms::partition(spec);
   std::vector<Residual> out;
   for (const transforms::PartitionResidual& r : part.residuals) {
