@@ -75,24 +75,32 @@ std::map<std::pair<std::string, std::string>, int64_t> jax_temps(const std::stri
   return out;
 }
 
-// Regions of a compiled model the reference can solve, as "solved/total, worst ratio".
+// Regions of a compiled model the reference can solve, as "solved/total, worst ratio (where)".
 std::string model_regions(const fy::Compiled& c) {
   auto program = fy::parse_program(c.as_text()).impl().program;
   auto plan = fy::compiler::plan_memory(*program, false);
   int total = 0, solved = 0;
   double worst = 1;
-  std::function<void(const fy::ir::Program&, const fy::compiler::MemoryPlan&)> visit =
-      [&](const fy::ir::Program& p, const fy::compiler::MemoryPlan& pl) {
+  std::string worst_where;
+  std::function<void(const fy::ir::Program&, const fy::compiler::MemoryPlan&, const std::string&)> visit =
+      [&](const fy::ir::Program& p, const fy::compiler::MemoryPlan& pl, const std::string& where) {
         ++total;
         if (auto best = fy::compiler::optimal_schedule(p, pl, pr::QualityOptions{}.limits); best && best->peak > 0) {
           ++solved;
-          worst = std::max(worst, static_cast<double>(pl.peak_live[0]) / static_cast<double>(best->peak));
+          double ratio = static_cast<double>(pl.peak_live[0]) / static_cast<double>(best->peak);
+          if (ratio > worst) {
+            worst = ratio;
+            worst_where = fmt::format(" in {} ({} equations: {} bytes, optimum {})", where, p.equations.size(),
+                                      pl.peak_live[0], best->peak);
+          }
         }
         for (size_t e = 0; e < p.equations.size(); ++e)
-          if (pl.bodies[e]) visit(*p.equations[e].subprograms.at(0), *pl.bodies[e]->plan);
+          if (pl.bodies[e])
+            visit(*p.equations[e].subprograms.at(0), *pl.bodies[e]->plan,
+                  fmt::format("{}/{}:{}", where, e, fy::primitive_name(p.equations[e].prim)));
       };
-  visit(*program, *plan);
-  return solved ? fmt::format("{}/{} regions solved, worst {:.3f}x", solved, total, worst)
+  visit(*program, *plan, "main");
+  return solved ? fmt::format("{}/{} regions solved, worst {:.3f}x{}", solved, total, worst, worst_where)
                 : fmt::format("0/{} regions in reach", total);
 }
 
