@@ -14,6 +14,7 @@
 #include "ir/verifier.h"
 #include "trace/lowered.h"
 #include "trace/tracer.h"
+#include "transforms/unused_names.h"
 #include "ir/type.h"
 
 namespace ferry {
@@ -39,12 +40,16 @@ Tensor TraceSession::input(const ShapeDtype& s) {
 Lowered TraceSession::finish(const std::vector<Tensor>& outputs) {
   auto impl = std::make_shared<LoweredImpl>();
   impl->program = tracer_->finish(outputs);
+  for (const transforms::NamedDecision& d : transforms::unneeded_names(tracer_->named_decisions()))
+    impl->warnings.push_back(transforms::unneeded_warning(d));
   return Lowered(std::move(impl));
 }
 
 }  // namespace detail
 
 std::string Lowered::as_text() const { return ir::print(*impl_->program); }
+
+std::vector<std::string> Lowered::warnings() const { return impl_->warnings; }
 
 Compiled Lowered::compile(const CompileOptions& options) const {
   if (options.device_memory_limit < 0)
@@ -54,6 +59,7 @@ Compiled Lowered::compile(const CompileOptions& options) const {
   auto plan = compiler::plan_memory(*program, /*outputs_external=*/false);
   compiler::check_device_limit(*program, *plan, options.device_memory_limit);
   auto impl = std::make_shared<detail::CompiledImpl>(program, plan, runtime::Executable(program, plan, options.backend), options);
+  impl->warnings = impl_->warnings;
   return Compiled(std::move(impl));
 }
 
@@ -90,6 +96,8 @@ CostStats Compiled::cost_analysis() const { return compiler::cost_stats(*impl_->
 MemoryStats Compiled::memory_analysis() const { return compiler::memory_stats(*impl_->program, *impl_->plan); }
 
 std::string Compiled::memory_report() const { return compiler::memory_report(*impl_->program, *impl_->plan); }
+
+std::vector<std::string> Compiled::warnings() const { return impl_->warnings; }
 
 ExecutionStats Compiled::execution_stats() const {
   std::lock_guard<std::mutex> lock(impl_->stats_mutex);
