@@ -89,6 +89,13 @@ int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
 
 }  // namespace
 
+std::shared_ptr<const MemoryPlan> plan_region(const ir::Program& region, const ir::Equation* parent) {
+  if (parent == nullptr) return plan_memory(region, /*outputs_external=*/false);
+  ir::Equation self = *parent;
+  self.subprograms.at(0) = std::shared_ptr<const ir::Program>(std::shared_ptr<void>(), &region);  // not owned
+  return plan_body(self);
+}
+
 Streams find_streams(const ir::Program& body, int num_carry, int num_xs) {
   Streams s;
   const size_t nv = body.values.size();
@@ -133,6 +140,16 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
 
 std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& p, bool outputs_external) {
   return plan_program(p, outputs_external, nullptr);
+}
+
+std::shared_ptr<const MemoryPlan> plan_body(const ir::Equation& eq) {
+  const ir::Program& sub = *eq.subprograms.at(0);
+  Streams found;
+  if (eq.prim == Primitive::scan) {
+    const auto& sp = std::get<ir::ScanParams>(eq.params);
+    found = find_streams(sub, static_cast<int>(sp.num_carry), static_cast<int>(sp.num_xs));
+  }
+  return plan_program(sub, /*outputs_external=*/true, &found);
 }
 
 namespace {
@@ -249,7 +266,7 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
         const auto& sp = std::get<ir::ScanParams>(eq.params);
         found = find_streams(sub, static_cast<int>(sp.num_carry), static_cast<int>(sp.num_xs));
       }
-      body.plan = plan_program(sub, /*outputs_external=*/true, &found);
+      body.plan = plan_body(eq);
       // Each streamed slice: the io it replaces, the extra external index, two device buffers.
       auto stream = [&](const std::vector<std::pair<ir::ValueId, int>>& found_slices, int next_external,
                         std::vector<StreamedSlice>& out) {

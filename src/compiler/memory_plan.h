@@ -87,6 +87,14 @@ std::vector<size_t> in_place_candidates(const ir::Equation& eq);
 // outputs live in the arena until the end. Bodies (true): inputs and outputs are external.
 std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& program, bool outputs_external);
 
+// The plan of the body of `eq` (a scan or checkpoint equation), as the enclosing plan makes it:
+// inputs and outputs external, streamed slices done by the scan runner.
+std::shared_ptr<const MemoryPlan> plan_body(const ir::Equation& eq);
+
+// The plan of a region: `region` itself when `parent` is nullptr (a top-level program), else the
+// body of `parent` with `region` in its place (a pass holding a changed copy of the body).
+std::shared_ptr<const MemoryPlan> plan_region(const ir::Program& region, const ir::Equation* parent);
+
 // What a scan runner streams for a body (see StreamedSlice), as (body value, input/output index).
 struct Streams {
   std::vector<std::pair<ir::ValueId, int>> prefetched;  // fetched value, xs input index

@@ -5,99 +5,13 @@
 
 #include <fmt/format.h>
 
+#include "compiler/schedule_model.h"
 #include "ferry/error.h"
 
 namespace ferry::compiler {
 namespace {
 
-int64_t aligned(int64_t bytes) { return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
-
-// The region as the memory model sees it: device arena values with their sizes and readers, and per
-// equation what it reads, makes, may write in place, and holds while it runs.
-struct Model {
-  struct Value {
-    int64_t bytes = 0;          // 0: not a device arena value (argument, external, host)
-    bool to_end = false;        // a program output: live until the end
-    std::vector<int> readers;   // distinct equations that read it
-  };
-  struct Eq {
-    std::vector<int> preds;     // distinct equations whose outputs it reads
-    std::vector<int> reads;     // distinct device arena values it reads
-    std::vector<int> makes;     // device arena values it defines
-    std::vector<int> in_place;  // device arena inputs whose buffer its one output may take
-    int64_t held = 0;           // device bytes held at its own position only (bodies, scratch, streams)
-  };
-  std::vector<Value> values;
-  std::vector<Eq> eqs;
-};
-
-Model build_model(const ir::Program& p, const MemoryPlan& plan) {
-  const size_t n = p.equations.size(), nv = p.values.size();
-  if (plan.slots.size() != nv || plan.bodies.size() != n)
-    throw Error(ErrorCode::invalid_argument, "optimal_schedule: the plan is not a plan of this region");
-  Model m;
-  m.values.resize(nv);
-  m.eqs.resize(n);
-  std::vector<int> producer(nv, -1);
-  for (size_t v = 0; v < nv; ++v) {
-    const Slot& s = plan.slots[v];
-    if (s.where == Slot::Where::arena && s.buffer >= 0 && p.values[v].kind == MemoryKind::device)
-      m.values[v].bytes = aligned(p.values[v].size_bytes());
-  }
-  for (ir::ValueId v : p.outputs) m.values[static_cast<size_t>(v)].to_end = m.values[static_cast<size_t>(v)].bytes > 0;
-  for (size_t e = 0; e < n; ++e)
-    for (ir::ValueId v : p.equations[e].outputs) producer[static_cast<size_t>(v)] = static_cast<int>(e);
-  for (size_t e = 0; e < n; ++e) {
-    const ir::Equation& eq = p.equations[e];
-    Model::Eq& me = m.eqs[e];
-    for (ir::ValueId v : eq.inputs) {
-      auto u = static_cast<size_t>(v);
-      int pe = producer[u];
-      if (pe >= 0 && std::find(me.preds.begin(), me.preds.end(), pe) == me.preds.end()) me.preds.push_back(pe);
-      std::vector<int>& readers = m.values[u].readers;
-      if (std::find(readers.begin(), readers.end(), static_cast<int>(e)) == readers.end()) {
-        readers.push_back(static_cast<int>(e));
-        if (m.values[u].bytes > 0) me.reads.push_back(v);
-      }
-    }
-    for (ir::ValueId v : eq.outputs)
-      if (m.values[static_cast<size_t>(v)].bytes > 0) me.makes.push_back(v);
-    // The plan writes in place only for single-output elementwise primitives (in_place_candidates).
-    if (eq.outputs.size() == 1 && me.makes.size() == 1) {
-      const ir::Type& out = p.type(eq.outputs[0]);
-      for (size_t c : in_place_candidates(eq)) {
-        ir::ValueId u = eq.inputs.at(c);
-        if (m.values[static_cast<size_t>(u)].bytes > 0 && p.type(u).size_bytes() == out.size_bytes())
-          me.in_place.push_back(u);
-      }
-    }
-  }
-  for (const Buffer& b : plan.buffers) {
-    int at = b.body_of >= 0 ? b.body_of : b.scratch_of >= 0 ? b.scratch_of : b.stream_of;
-    if (at >= 0 && b.kind == MemoryKind::device) m.eqs.at(static_cast<size_t>(at)).held += b.size;
-  }
-  return m;
-}
-
-// The bytes live while equation e runs and after it, given `live` bytes before it and `dies(u)`:
-// whether e is the last reader of device arena value u.
-template <class Dies> std::pair<int64_t, int64_t> step(const Model& m, int e, int64_t live, const Dies& dies) {
-  const Model::Eq& eq = m.eqs[static_cast<size_t>(e)];
-  int64_t made = 0, kept = 0, freed = 0;
-  for (int v : eq.makes) {
-    const Model::Value& mv = m.values[static_cast<size_t>(v)];
-    made += mv.bytes;
-    if (mv.to_end || !mv.readers.empty()) kept += mv.bytes;
-  }
-  for (int u : eq.in_place)
-    if (dies(u)) {
-      made = 0;  // the one output takes the dying input's buffer, which is live already
-      break;
-    }
-  for (int u : eq.reads)
-    if (dies(u)) freed += m.values[static_cast<size_t>(u)].bytes;
-  return {live + made + eq.held, live + kept - freed};
-}
+using Model = ScheduleModel;
 
 // Sets of equations to their index in a layer: open addressing on the bitmask (never 0 past the
 // first layer, so 0 marks an empty slot).
@@ -157,7 +71,7 @@ struct State {
 class Search {
  public:
   Search(const ir::Program& region, const MemoryPlan& plan) : n_(static_cast<int>(region.equations.size())) {
-    Model m = build_model(region, plan);
+    Model m = build_schedule_model(region, plan);
     std::vector<uint64_t> readers(m.values.size(), ~uint64_t{0});
     for (size_t v = 0; v < m.values.size(); ++v)
       if (!m.values[v].to_end) {
@@ -259,31 +173,7 @@ std::optional<OptimalSchedule> optimal_schedule(const ir::Program& region, const
 }
 
 int64_t device_peak_of_order(const ir::Program& region, const MemoryPlan& plan, const std::vector<size_t>& order) {
-  const size_t n = region.equations.size();
-  Model m = build_model(region, plan);
-  std::vector<char> done(n, 0);
-  std::vector<size_t> unread(m.values.size());
-  for (size_t v = 0; v < m.values.size(); ++v) unread[v] = m.values[v].readers.size();
-  if (order.size() != n)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("device_peak_of_order: {} positions for {} equations", order.size(), n));
-  int64_t live = 0, peak = 0;
-  for (size_t e : order) {
-    if (e >= n || done[e])
-      throw Error(ErrorCode::invalid_argument,
-                  fmt::format("device_peak_of_order: equation {} is not in the region or repeats", e));
-    for (int pe : m.eqs[e].preds)
-      if (!done[static_cast<size_t>(pe)])
-        throw Error(ErrorCode::invalid_argument,
-                    fmt::format("device_peak_of_order: equation {} runs before equation {}, which it reads", e, pe));
-    for (int u : m.eqs[e].reads) --unread[static_cast<size_t>(u)];
-    auto dies = [&](int u) { return !m.values[static_cast<size_t>(u)].to_end && unread[static_cast<size_t>(u)] == 0; };
-    auto [during, after] = step(m, static_cast<int>(e), live, dies);
-    peak = std::max(peak, during);
-    live = after;
-    done[e] = 1;
-  }
-  return peak;
+  return peak_of_order(build_schedule_model(region, plan), order);
 }
 
 }  // namespace ferry::compiler

@@ -17,6 +17,22 @@ bool run_on_bodies(ir::Program& program, const std::function<bool(ir::Program&)>
   return changed;
 }
 
+bool run_on_bodies_with_parent(ir::Program& program,
+                               const std::function<bool(ir::Program&, const ir::Equation& parent)>& pass) {
+  bool changed = false;
+  for (ir::Equation& eq : program.equations)
+    for (size_t b = 0; b < eq.subprograms.size(); ++b) {
+      auto copy = std::make_shared<ir::Program>(*eq.subprograms[b]);
+      ir::Equation parent = eq;
+      parent.subprograms[b] = copy;
+      if (pass(*copy, parent)) {
+        eq.subprograms[b] = copy;
+        changed = true;
+      }
+    }
+  return changed;
+}
+
 bool reorder(ir::Program& program, const std::vector<size_t>& order) {
   bool moved = false;
   for (size_t i = 0; i < order.size(); ++i) moved = moved || order[i] != i;

@@ -12,6 +12,11 @@ namespace ferry::compiler {
 // before it changes). Returns whether any body changed.
 bool run_on_bodies(ir::Program& program, const std::function<bool(ir::Program&)>& pass);
 
+// As run_on_bodies, and `pass` also gets the equation whose body it runs on (with that body in
+// place of its original), for passes whose work depends on how the body is run (its memory plan).
+bool run_on_bodies_with_parent(ir::Program& program,
+                               const std::function<bool(ir::Program&, const ir::Equation& parent)>& pass);
+
 // Puts the equations in `order` (a permutation of their indices). Returns whether any moved.
 bool reorder(ir::Program& program, const std::vector<size_t>& order);
 

@@ -4,13 +4,18 @@
 #include <memory>
 #include <vector>
 
+#include "compiler/memory_plan.h"
 #include "compiler/pass_util.h"
+#include "compiler/schedule_model.h"
 #include "prims/registry.h"
 
 namespace ferry::compiler {
 
-bool place_copies(ir::Program& program, const CompileOptions& options) {
-  bool changed = run_on_bodies(program, [&](ir::Program& body) { return place_copies(body, options); });
+namespace {
+
+bool place_region(ir::Program& program, const ir::Equation* parent, const CompileOptions& options) {
+  bool changed = run_on_bodies_with_parent(
+      program, [&](ir::Program& body, const ir::Equation& eq) { return place_region(body, &eq, options); });
   auto is_copy = [](const ir::Equation& e) { return e.prim == Primitive::copy_start || e.prim == Primitive::copy_done; };
   const size_t n = program.equations.size(), nv = program.values.size();
   std::vector<size_t> compute;  // positions of the other equations, in order
@@ -85,7 +90,17 @@ bool place_copies(ir::Program& program, const CompileOptions& options) {
     for (size_t e : before[k]) order.push_back(e);
     if (k < m) order.push_back(compute[k]);
   }
+  // Hiding a transfer must not cost memory: if these places raise the region's device peak over
+  // the scheduler's order, the copies stay where the scheduler put them.
+  ScheduleModel model = build_schedule_model(program, *plan_region(program, parent));
+  std::vector<size_t> as_scheduled(n);
+  for (size_t e = 0; e < n; ++e) as_scheduled[e] = e;
+  if (peak_of_order(model, order) > peak_of_order(model, as_scheduled)) return changed;
   return reorder(program, order) || changed;
 }
+
+}  // namespace
+
+bool place_copies(ir::Program& program, const CompileOptions& options) { return place_region(program, nullptr, options); }
 
 }  // namespace ferry::compiler

@@ -7,8 +7,9 @@
 #include <tuple>
 #include <vector>
 
-#include "compiler/order_peak.h"
+#include "compiler/beam_order.h"
 #include "compiler/memory_plan.h"
+#include "compiler/schedule_model.h"
 #include "compiler/pass_util.h"
 
 namespace ferry::compiler {
@@ -162,35 +163,54 @@ std::vector<size_t> memory_first_order(const ir::Program& program, const Depende
   return order;
 }
 
-}  // namespace
+// Regions up to kBeamUpTo equations also get a beam search; time grows as width x n^2, so small
+// regions (most bodies, most backward passes of one layer) get a wider beam.
+constexpr size_t kBeamUpTo = 400;
+int beam_width(size_t n) { return n <= 64 ? 1024 : n <= 160 ? 48 : 12; }
+// Top-level regions up to this many equations break ties between candidates by the arena buffer
+// assignment packs (one order may fragment less than another with the same live bytes).
+constexpr size_t kArenaTieBreakUpTo = 4000;
 
-bool schedule_for_memory(ir::Program& program) {
-  bool changed = run_on_bodies(program, schedule_for_memory);
+// Schedules one region, its bodies first. `parent`: the equation whose body it is (nullptr: the
+// top-level program), which decides how the region's memory is planned.
+bool schedule_region(ir::Program& program, const ir::Equation* parent) {
+  bool changed = run_on_bodies_with_parent(
+      program, [](ir::Program& body, const ir::Equation& eq) { return schedule_region(body, &eq); });
   const size_t n = program.equations.size();
   if (n < 2) return changed;
+  std::shared_ptr<const MemoryPlan> plan = plan_region(program, parent);
+  ScheduleModel model = build_schedule_model(program, *plan);
   Dependences d(program);
   std::vector<size_t> as_is(n);
   for (size_t e = 0; e < n; ++e) as_is[e] = e;
-  // Candidates are compared by the arena buffer assignment would give them where that is cheap
-  // enough (packing can fragment one order more than another), else by the live-bytes model.
-  constexpr size_t kPlanCandidatesUpTo = 4000;
-  OrderPeak model(program);
-  auto peak_of = [&](const std::vector<size_t>& order) {
-    if (n > kPlanCandidatesUpTo) return model.peak(order);
+  std::vector<std::vector<size_t>> candidates{just_in_time_order(program, d), memory_first_order(program, d), as_is};
+  // The beam is the costly candidate: it runs only where the others are above a bound no order
+  // can beat (what one equation needs at once, and every output at the end).
+  int64_t cheapest = std::numeric_limits<int64_t>::max();
+  for (const std::vector<size_t>& c : candidates) cheapest = std::min(cheapest, peak_of_order(model, c));
+  if (n <= kBeamUpTo && cheapest > peak_lower_bound(model)) candidates.push_back(beam_order(model, beam_width(n)));
+  auto arena_of = [&](const std::vector<size_t>& order) {
     ir::Program reordered = program;
     reorder(reordered, order);
     return plan_memory(reordered, /*outputs_external=*/false)->arena_size[kind_index(MemoryKind::device)];
   };
-  std::vector<size_t> best;
-  int64_t best_peak = std::numeric_limits<int64_t>::max();
-  for (std::vector<size_t> candidate : {just_in_time_order(program, d), memory_first_order(program, d), as_is}) {
-    int64_t peak = peak_of(candidate);
-    if (peak < best_peak) {
-      best_peak = peak;
-      best = std::move(candidate);
-    }
+  bool arena_ties = parent == nullptr && n <= kArenaTieBreakUpTo;
+  size_t best = 0;
+  int64_t best_peak = std::numeric_limits<int64_t>::max(), best_arena = std::numeric_limits<int64_t>::max();
+  for (size_t c = 0; c < candidates.size(); ++c) {
+    int64_t peak = peak_of_order(model, candidates[c]);
+    if (peak > best_peak) continue;
+    int64_t arena = arena_ties ? arena_of(candidates[c]) : 0;
+    if (peak == best_peak && arena >= best_arena) continue;
+    best = c;
+    best_peak = peak;
+    best_arena = arena;
   }
-  return reorder(program, best) || changed;
+  return reorder(program, candidates[best]) || changed;
 }
+
+}  // namespace
+
+bool schedule_for_memory(ir::Program& program) { return schedule_region(program, nullptr); }
 
 }  // namespace ferry::compiler
