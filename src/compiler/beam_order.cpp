@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <tuple>
-#include <unordered_set>
+#include <unordered_map>
 
 namespace ferry::compiler {
 namespace {
@@ -38,7 +38,7 @@ struct Layer {
 
 }  // namespace
 
-std::vector<size_t> beam_order(const ScheduleModel& m, int width) {
+std::vector<size_t> beam_order(const ScheduleModel& m, int width, int64_t below) {
   const size_t n = m.eqs.size(), nv = m.values.size();
   std::vector<std::vector<int>> readers_of_eq(n);  // equations that read an output of e
   Layer layer;
@@ -56,7 +56,7 @@ std::vector<size_t> beam_order(const ScheduleModel& m, int width) {
   layer.eq = {0};
   std::vector<Layer> history;  // parent links only, to rebuild the order
   std::vector<Child> children;
-  std::unordered_set<uint64_t> seen;
+  std::unordered_map<uint64_t, size_t> best_of_set;  // set hash -> its child
   for (size_t k = 0; k < n; ++k) {
     children.clear();
     for (size_t i = 0; i < layer.size(); ++i) {
@@ -66,22 +66,30 @@ std::vector<size_t> beam_order(const ScheduleModel& m, int width) {
       for (size_t e = 0; e < n; ++e) {
         if (missing[e] != 0) continue;
         auto [during, after] = schedule_step(m, static_cast<int>(e), layer.live[i], dies);
+        if (std::max(layer.peak[i], during) >= below) continue;  // cannot end below `below`
         children.push_back({std::max(layer.peak[i], during), after, layer.set_hash[i] ^ mix(e), static_cast<uint32_t>(i),
                             static_cast<uint32_t>(e)});
       }
     }
-    // Only the best few matter: order a prefix of twice the width (sets reached twice take room),
-    // and all of them only if that prefix does not fill the beam.
-    size_t prefix = std::min(children.size(), 2 * static_cast<size_t>(width));
-    std::nth_element(children.begin(), children.begin() + static_cast<std::ptrdiff_t>(prefix - 1), children.end());
-    std::sort(children.begin(), children.begin() + static_cast<std::ptrdiff_t>(prefix));
+    if (children.empty()) return {};
+    // One child per set of equations (the best way found to reach it), then the best `width`.
+    best_of_set.clear();
+    size_t kept = 0;
+    for (size_t c = 0; c < children.size(); ++c) {
+      auto [it, fresh] = best_of_set.try_emplace(children[c].set_hash, kept);
+      if (fresh) {
+        children[kept++] = children[c];
+      } else if (children[c] < children[it->second]) {
+        children[it->second] = children[c];
+      }
+    }
+    children.resize(kept);
+    size_t take = std::min(children.size(), static_cast<size_t>(width));
+    std::nth_element(children.begin(), children.begin() + static_cast<std::ptrdiff_t>(take - 1), children.end());
+    std::sort(children.begin(), children.begin() + static_cast<std::ptrdiff_t>(take));
     Layer next;
-    seen.clear();
-    for (size_t c_at = 0; c_at < children.size(); ++c_at) {
-      if (c_at == prefix && next.size() < static_cast<size_t>(width)) std::sort(children.begin() + static_cast<std::ptrdiff_t>(prefix), children.end());
+    for (size_t c_at = 0; c_at < take; ++c_at) {
       const Child& c = children[c_at];
-      if (next.size() >= static_cast<size_t>(width)) break;
-      if (!seen.insert(c.set_hash).second) continue;  // the same set, reached no better
       size_t from = next.missing.size();
       next.missing.insert(next.missing.end(), layer.missing.begin() + static_cast<std::ptrdiff_t>(c.parent * n),
                           layer.missing.begin() + static_cast<std::ptrdiff_t>((c.parent + 1) * n));

@@ -6,12 +6,18 @@
 // moderate size; the memory model is schedule_model.h's.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "compiler/schedule_model.h"
 
 namespace ferry::compiler {
 
-std::vector<size_t> beam_order(const ScheduleModel& model, int width);
+// The best order the beam finds whose peak is below `below`, or an empty vector if it finds none
+// (partial orders already at `below` are dropped, which ends the search early where another
+// candidate is as good as the beam can be).
+std::vector<size_t> beam_order(const ScheduleModel& model, int width,
+                               int64_t below = std::numeric_limits<int64_t>::max());
 
 }  // namespace ferry::compiler

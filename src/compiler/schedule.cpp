@@ -188,7 +188,10 @@ bool schedule_region(ir::Program& program, const ir::Equation* parent) {
   // can beat (what one equation needs at once, and every output at the end).
   int64_t cheapest = std::numeric_limits<int64_t>::max();
   for (const std::vector<size_t>& c : candidates) cheapest = std::min(cheapest, peak_of_order(model, c));
-  if (n <= kBeamUpTo && cheapest > peak_lower_bound(model)) candidates.push_back(beam_order(model, beam_width(n)));
+  if (n <= kBeamUpTo && cheapest > peak_lower_bound(model)) {
+    std::vector<size_t> beam = beam_order(model, beam_width(n), cheapest);
+    if (!beam.empty()) candidates.push_back(std::move(beam));
+  }
   auto arena_of = [&](const std::vector<size_t>& order) {
     ir::Program reordered = program;
     reorder(reordered, order);
