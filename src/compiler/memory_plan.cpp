@@ -1,5 +1,7 @@
 #include "compiler/memory_plan.h"
 
+#include "prims/registry.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -11,21 +13,11 @@ int64_t aligned(int64_t bytes) { return (bytes + kBufferAlignment - 1) / kBuffer
 }  // namespace
 
 std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
-  switch (eq.prim) {
-    case Primitive::neg: case Primitive::exp: case Primitive::log: case Primitive::sin: case Primitive::cos:
-    case Primitive::tanh: case Primitive::logistic: case Primitive::sqrt: case Primitive::rsqrt:
-    case Primitive::abs: case Primitive::sign: case Primitive::device_put: case Primitive::dynamic_update_slice:
-    case Primitive::copy_done:  // always: it yields the buffer its copy_start filled
-    case Primitive::checkpoint_name:  // an identity: the kernel skips the copy when it writes in place
-      return {0};
-    case Primitive::add: case Primitive::sub: case Primitive::mul: case Primitive::div: case Primitive::max:
-    case Primitive::min: case Primitive::pow:
-      return {0, 1};
-    case Primitive::select:
-      return {1, 2};
-    default:
-      return {};
-  }
+  std::vector<size_t> inputs;
+  const int32_t bits = prims::info(eq.prim).in_place;
+  for (size_t i = 0; i < eq.inputs.size() && i < 31; ++i)
+    if (bits > 0 && (bits >> i) & 1) inputs.push_back(i);
+  return inputs;
 }
 
 namespace {

@@ -91,15 +91,15 @@ std::vector<Tensor> checkpoint_name_vjp(const ir::Equation&, std::span<const Ten
 void register_control_flow(Table& t) {
   t[static_cast<size_t>(Primitive::scan)] =
       PrimitiveInfo{.prim = Primitive::scan, .name = "scan", .num_inputs = -1, .params = ir::ScanParams{},
-                    .body_shape_rule = scan_rule, .body_cost_rule = scan_cost};
+                    .body_shape_rule = scan_rule, .body_cost_rule = scan_cost, .in_place = kNoInPlace};
   t[static_cast<size_t>(Primitive::checkpoint)] =
       PrimitiveInfo{.prim = Primitive::checkpoint, .name = "checkpoint", .num_inputs = -1,
                     .params = ir::CheckpointParams{}, .body_shape_rule = checkpoint_rule,
-                    .body_cost_rule = checkpoint_cost};
+                    .body_cost_rule = checkpoint_cost, .in_place = kNoInPlace};
   t[static_cast<size_t>(Primitive::checkpoint_name)] =
       PrimitiveInfo{.prim = Primitive::checkpoint_name, .name = "checkpoint_name", .num_inputs = 1,
                     .params = ir::NoParams{}, .shape_rule = checkpoint_name_rule, .cost_rule = free_cost,
-                    .vjp_rule = checkpoint_name_vjp};
+                    .vjp_rule = checkpoint_name_vjp, .in_place = in_place_over({0})};  // an identity
 }
 
 }  // namespace ferry::prims

@@ -99,46 +99,46 @@ std::vector<ir::Type> convert_rule(std::span<const ir::Type> in, const ir::Param
   return {out};
 }
 
-void put(Table& t, Primitive p, std::string_view name, int num_inputs, ShapeRule rule,
+void put(Table& t, Primitive p, std::string_view name, int num_inputs, ShapeRule rule, int32_t in_place,
          ir::Params params = ir::NoParams{}) {
   t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = num_inputs,
                                             .params = std::move(params), .shape_rule = rule,
-                                            .cost_rule = detail::per_output_element_cost};
+                                            .cost_rule = detail::per_output_element_cost, .in_place = in_place};
 }
 
 }  // namespace
 
 void register_elementwise(Table& t) {
   using P = Primitive;
-  put(t, P::neg, "neg", 1, unary_signed_rule);
-  put(t, P::exp, "exp", 1, unary_floating_rule);
-  put(t, P::log, "log", 1, unary_floating_rule);
-  put(t, P::sin, "sin", 1, unary_floating_rule);
-  put(t, P::cos, "cos", 1, unary_floating_rule);
-  put(t, P::tanh, "tanh", 1, unary_floating_rule);
-  put(t, P::logistic, "logistic", 1, unary_floating_rule);
-  put(t, P::sqrt, "sqrt", 1, unary_floating_rule);
-  put(t, P::rsqrt, "rsqrt", 1, unary_floating_rule);
-  put(t, P::abs, "abs", 1, unary_signed_rule);
-  put(t, P::sign, "sign", 1, unary_signed_rule);
+  put(t, P::neg, "neg", 1, unary_signed_rule, in_place_over({0}));
+  put(t, P::exp, "exp", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::log, "log", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::sin, "sin", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::cos, "cos", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::tanh, "tanh", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::logistic, "logistic", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::sqrt, "sqrt", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::rsqrt, "rsqrt", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::abs, "abs", 1, unary_signed_rule, in_place_over({0}));
+  put(t, P::sign, "sign", 1, unary_signed_rule, in_place_over({0}));
 
-  put(t, P::add, "add", 2, binary_rule);
-  put(t, P::sub, "sub", 2, binary_rule);
-  put(t, P::mul, "mul", 2, binary_rule);
-  put(t, P::div, "div", 2, binary_rule);
-  put(t, P::max, "max", 2, binary_rule);
-  put(t, P::min, "min", 2, binary_rule);
-  put(t, P::pow, "pow", 2, binary_rule);
+  put(t, P::add, "add", 2, binary_rule, in_place_over({0, 1}));
+  put(t, P::sub, "sub", 2, binary_rule, in_place_over({0, 1}));
+  put(t, P::mul, "mul", 2, binary_rule, in_place_over({0, 1}));
+  put(t, P::div, "div", 2, binary_rule, in_place_over({0, 1}));
+  put(t, P::max, "max", 2, binary_rule, in_place_over({0, 1}));
+  put(t, P::min, "min", 2, binary_rule, in_place_over({0, 1}));
+  put(t, P::pow, "pow", 2, binary_rule, in_place_over({0, 1}));
 
-  put(t, P::eq, "eq", 2, equality_rule);
-  put(t, P::ne, "ne", 2, equality_rule);
-  put(t, P::lt, "lt", 2, ordering_rule);
-  put(t, P::le, "le", 2, ordering_rule);
-  put(t, P::gt, "gt", 2, ordering_rule);
-  put(t, P::ge, "ge", 2, ordering_rule);
+  put(t, P::eq, "eq", 2, equality_rule, kNoInPlace);  // bool out
+  put(t, P::ne, "ne", 2, equality_rule, kNoInPlace);  // bool out
+  put(t, P::lt, "lt", 2, ordering_rule, kNoInPlace);  // bool out
+  put(t, P::le, "le", 2, ordering_rule, kNoInPlace);  // bool out
+  put(t, P::gt, "gt", 2, ordering_rule, kNoInPlace);  // bool out
+  put(t, P::ge, "ge", 2, ordering_rule, kNoInPlace);  // bool out
 
-  put(t, P::select, "select", 3, select_rule);
-  put(t, P::convert_element_type, "convert_element_type", 1, convert_rule, ir::ConvertParams{});
+  put(t, P::select, "select", 3, select_rule, in_place_over({1, 2}));
+  put(t, P::convert_element_type, "convert_element_type", 1, convert_rule, kNoInPlace, ir::ConvertParams{});
 }
 
 }  // namespace ferry::prims

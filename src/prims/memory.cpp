@@ -19,7 +19,7 @@ void register_memory(Table& t) {
   t[static_cast<size_t>(Primitive::device_put)] =
       PrimitiveInfo{.prim = Primitive::device_put, .name = "device_put", .num_inputs = 1,
                     .params = ir::DevicePutParams{}, .shape_rule = device_put_rule,
-                    .cost_rule = detail::movement_cost};
+                    .cost_rule = detail::movement_cost, .in_place = in_place_over({0})};
 }
 
 }  // namespace ferry::prims

@@ -38,7 +38,7 @@ Cost reduce_cost(std::span<const ir::Type> in, std::span<const ir::Type> out, co
 void register_reductions(Table& t) {
   for (auto [p, name] : {std::pair{Primitive::reduce_sum, "reduce_sum"}, std::pair{Primitive::reduce_max, "reduce_max"}})
     t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = 1, .params = ir::ReduceParams{},
-                                              .shape_rule = reduce_rule, .cost_rule = reduce_cost};
+                                              .shape_rule = reduce_rule, .cost_rule = reduce_cost, .in_place = kNoInPlace};
 }
 
 }  // namespace ferry::prims

@@ -22,7 +22,8 @@ Table build_table() {
   register_structural_vjps(t);
   for (int i = 0; i < kNumPrimitives; ++i) {
     if ((t[i].shape_rule == nullptr) == (t[i].body_shape_rule == nullptr) ||
-        (t[i].cost_rule == nullptr) == (t[i].body_cost_rule == nullptr) || static_cast<int>(t[i].prim) != i)
+        (t[i].cost_rule == nullptr) == (t[i].body_cost_rule == nullptr) || static_cast<int>(t[i].prim) != i ||
+        t[i].in_place == kInPlaceUndeclared)
       throw Error(ErrorCode::internal, fmt::format("primitive #{} has no complete registry entry", i));
   }
   return t;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,17 @@ using VjpRule = std::vector<Tensor> (*)(const ir::Equation& eq, std::span<const 
                                         std::span<const Tensor> primals_out,
                                         std::span<const Tensor> cotangents_out);
 
+// Which inputs an equation's one output may overwrite when that input dies there (buffer
+// assignment then writes in place): bit i for input i. Every entry declares it (the registry refuses
+// kInPlaceUndeclared), so a new primitive cannot silently miss it.
+inline constexpr int32_t kInPlaceUndeclared = -1;
+inline constexpr int32_t kNoInPlace = 0;
+inline constexpr int32_t in_place_over(std::initializer_list<int> inputs) {
+  int32_t bits = 0;
+  for (int i : inputs) bits |= int32_t{1} << i;
+  return bits;
+}
+
 struct PrimitiveInfo {
   Primitive prim = Primitive::add;
   std::string_view name;
@@ -51,6 +63,7 @@ struct PrimitiveInfo {
   CostRule cost_rule = nullptr;
   BodyCostRule body_cost_rule = nullptr;  // instead of cost_rule, for primitives with bodies
   VjpRule vjp_rule = nullptr;
+  int32_t in_place = kInPlaceUndeclared;
 };
 
 const PrimitiveInfo& info(Primitive p);

@@ -97,7 +97,7 @@ std::vector<ir::Type> transpose_rule(std::span<const ir::Type> in, const ir::Par
 void put(Table& t, Primitive p, std::string_view name, int num_inputs, ShapeRule rule, ir::Params params) {
   t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = num_inputs,
                                             .params = std::move(params), .shape_rule = rule,
-                                            .cost_rule = detail::movement_cost};
+                                            .cost_rule = detail::movement_cost, .in_place = kNoInPlace};
 }
 
 }  // namespace
