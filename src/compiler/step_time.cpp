@@ -1,0 +1,63 @@
+#include "compiler/step_time.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "prims/registry.h"
+
+namespace ferry::compiler {
+namespace {
+
+bool crosses_kinds(const ir::Program& p, const ir::Equation& eq) {
+  return p.type(eq.inputs.back()).kind != p.type(eq.outputs[0]).kind;
+}
+
+}  // namespace
+
+StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
+  StepTime t;
+  double now = 0, link_free = 0, waited = 0;
+  std::vector<double> transfer_end(p.values.size(), 0);  // by a copy_start's result
+  for (const ir::Equation& eq : p.equations) {
+    if (!eq.subprograms.empty()) {
+      double times = eq.prim == Primitive::scan ? static_cast<double>(std::get<ir::ScanParams>(eq.params).length) : 1.0;
+      StepTime body = estimate_step_time(*eq.subprograms[0], rates);
+      now += times * body.seconds();
+      t.compute_seconds += times * body.compute_seconds;
+      waited += times * body.exposed_copy_seconds;
+      continue;
+    }
+    if (eq.prim == Primitive::copy_start) {
+      double bytes = static_cast<double>(p.type(eq.outputs[0]).size_bytes());
+      double start = std::max(now, link_free);
+      link_free = start + bytes / rates.link_bytes_per_s;
+      transfer_end[static_cast<size_t>(eq.outputs[0])] = link_free;
+      continue;
+    }
+    if (eq.prim == Primitive::copy_done) {
+      double end = transfer_end[static_cast<size_t>(eq.inputs[0])];
+      if (end > now) {
+        waited += end - now;
+        now = end;
+      }
+      continue;
+    }
+    if (eq.prim == Primitive::device_put && crosses_kinds(p, eq)) {  // synchronous: wait for the link, then copy
+      double bytes = static_cast<double>(p.type(eq.outputs[0]).size_bytes());
+      double start = std::max(now, link_free);
+      link_free = start + bytes / rates.link_bytes_per_s;
+      waited += link_free - now;
+      now = link_free;
+      continue;
+    }
+    prims::Cost c = prims::cost(eq, p);
+    double seconds = std::max(c.flops / rates.flops_per_s,
+                              static_cast<double>(c.bytes_read + c.bytes_written) / rates.memory_bytes_per_s);
+    now += seconds;
+    t.compute_seconds += seconds;
+  }
+  t.exposed_copy_seconds = waited;
+  return t;
+}
+
+}  // namespace ferry::compiler

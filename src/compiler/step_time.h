@@ -1,0 +1,31 @@
+// The estimated time of one run of a scheduled program, with copies overlapping compute.
+//
+// Two queues, as the runtime has them: the compute queue runs the equations in program order, each
+// taking the longer of its FLOPs at `flops_per_s` and its bytes read and written at
+// `memory_bytes_per_s`; the copy queue runs the transfers between memory kinds one after another
+// (they share the link), each starting when its copy_start is reached and the link is free and
+// taking its bytes at `link_bytes_per_s`. A copy_done waits for its transfer, so only the part of
+// a transfer that the compute in its window does not hide costs time. A synchronous device_put
+// between kinds is a transfer the compute queue waits for whole. A scan's body is timed once and
+// counted once per step; so is a checkpoint's body.
+#pragma once
+
+#include "ir/program.h"
+
+namespace ferry::compiler {
+
+struct StepRates {
+  double flops_per_s = 1e11;
+  double memory_bytes_per_s = 2e10;
+  double link_bytes_per_s = 2.5e10;
+};
+
+struct StepTime {
+  double compute_seconds = 0;       // the compute queue's own work (recomputation included)
+  double exposed_copy_seconds = 0;  // time the compute queue waits for transfers
+  double seconds() const { return compute_seconds + exposed_copy_seconds; }
+};
+
+StepTime estimate_step_time(const ir::Program& program, const StepRates& rates);
+
+}  // namespace ferry::compiler
