@@ -65,6 +65,25 @@ std::shared_ptr<ir::Program> ProgramCopier::finish() {
 
 namespace {
 
+// The equations the primal outputs need (none that depends on a cotangent), from the outputs back.
+std::vector<char> primal_outputs_cone(const ir::Program& J, const PartitionSpec& spec) {
+  const size_t nv = J.values.size(), ne = J.equations.size();
+  std::vector<char> depends_on_tangent(nv, 0), wanted(nv, 0), eq_tangent(ne, 0), cone(ne, 0);
+  for (size_t i = spec.num_primal_inputs; i < J.inputs.size(); ++i) depends_on_tangent[static_cast<size_t>(J.inputs[i])] = 1;
+  for (size_t e = 0; e < ne; ++e) {
+    for (ValueId v : J.equations[e].inputs) eq_tangent[e] = eq_tangent[e] || depends_on_tangent[static_cast<size_t>(v)];
+    for (ValueId v : J.equations[e].outputs) depends_on_tangent[static_cast<size_t>(v)] = eq_tangent[e];
+  }
+  for (size_t i = 0; i < spec.num_primal_outputs; ++i) wanted[static_cast<size_t>(J.outputs[i])] = 1;
+  for (size_t e = ne; e-- > 0;) {
+    if (eq_tangent[e]) continue;
+    for (ValueId v : J.equations[e].outputs) cone[e] = cone[e] || wanted[static_cast<size_t>(v)];
+    if (cone[e])
+      for (ValueId v : J.equations[e].inputs) wanted[static_cast<size_t>(v)] = 1;
+  }
+  return cone;
+}
+
 // Forward equations whose results only the backward part reads (work a VJP rule does on primal
 // values, such as 1 - tanh(x)^2) cost the same computed in either part. Saved, they are residuals;
 // deferred to the backward part they are computed there from what they read, once either way. A
@@ -72,22 +91,13 @@ namespace {
 // backward part does not already keep takes no more bytes than the residuals it stops producing.
 // `kept(v)`: the backward part already reads v (or the name of it); `saved(eq)`: the equation's
 // decision is save (offloads and names keep the policy's choice).
-std::vector<char> deferrable(const ir::Program& J, const PartitionSpec& spec, const std::vector<char>& backward,
+std::vector<char> deferrable(const ir::Program& J, const std::vector<char>& primal, const std::vector<char>& backward,
                              const std::vector<char>& eq_invariant, const std::function<bool(ValueId)>& kept,
                              const std::function<bool(const ir::Equation&)>& saved) {
   const size_t nv = J.values.size(), ne = J.equations.size();
   std::vector<int> producer(nv, -1);
   for (size_t e = 0; e < ne; ++e)
     for (ValueId v : J.equations[e].outputs) producer[static_cast<size_t>(v)] = static_cast<int>(e);
-  // What the primal outputs need, from the outputs back.
-  std::vector<char> primal(ne, 0), wanted(nv, 0);
-  for (size_t i = 0; i < spec.num_primal_outputs; ++i) wanted[static_cast<size_t>(J.outputs[i])] = 1;
-  for (size_t e = ne; e-- > 0;) {
-    if (backward[e]) continue;
-    for (ValueId v : J.equations[e].outputs) primal[e] = primal[e] || wanted[static_cast<size_t>(v)];
-    if (primal[e])
-      for (ValueId v : J.equations[e].inputs) wanted[static_cast<size_t>(v)] = 1;
-  }
   std::vector<char> candidate(ne, 0);
   for (size_t e = 0; e < ne; ++e) {
     const ir::Equation& eq = J.equations[e];
@@ -147,23 +157,7 @@ Partition partition(const PartitionSpec& spec) {
   // A rematerialized equation belongs to the backward part (a nested checkpoint's recomputation),
   // unless the primal outputs need it: differentiating a backward program (second order) replays
   // its recomputations as part of its primal computation.
-  std::vector<char> primal_cone(ne, 0);
-  {
-    std::vector<char> depends_on_tangent(nv, 0), wanted(nv, 0);
-    for (size_t i = spec.num_primal_inputs; i < J.inputs.size(); ++i) depends_on_tangent[static_cast<size_t>(J.inputs[i])] = 1;
-    std::vector<char> eq_tangent(ne, 0);
-    for (size_t e = 0; e < ne; ++e) {
-      for (ValueId v : J.equations[e].inputs) eq_tangent[e] = eq_tangent[e] || depends_on_tangent[static_cast<size_t>(v)];
-      for (ValueId v : J.equations[e].outputs) depends_on_tangent[static_cast<size_t>(v)] = eq_tangent[e];
-    }
-    for (size_t i = 0; i < spec.num_primal_outputs; ++i) wanted[static_cast<size_t>(J.outputs[i])] = 1;
-    for (size_t e = ne; e-- > 0;) {
-      if (eq_tangent[e]) continue;
-      for (ValueId v : J.equations[e].outputs) primal_cone[e] = primal_cone[e] || wanted[static_cast<size_t>(v)];
-      if (primal_cone[e])
-        for (ValueId v : J.equations[e].inputs) wanted[static_cast<size_t>(v)] = 1;
-    }
-  }
+  const std::vector<char> primal_cone = primal_outputs_cone(J, spec);
   std::vector<char> backward(ne, 0), eq_invariant(ne, 0);
   for (size_t e = 0; e < ne; ++e) {
     const ir::Equation& eq = J.equations[e];
@@ -244,7 +238,7 @@ Partition partition(const PartitionSpec& spec) {
   };
   sweep(std::vector<char>(ne, 0));
   auto kept = [&](ValueId v) { return needed[static_cast<size_t>(read_as(v))] != 0; };
-  std::vector<char> deferred = deferrable(J, spec, backward, eq_invariant, kept, [&](const ir::Equation& eq) {
+  std::vector<char> deferred = deferrable(J, primal_cone, backward, eq_invariant, kept, [&](const ir::Equation& eq) {
     RematDecision::Kind kind = spec.defer_default_saves ? kind_of(eq) : eq.decision.kind;
     return kind == RematDecision::Kind::save && eq.prim != Primitive::checkpoint_name;
   });
