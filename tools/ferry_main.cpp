@@ -113,10 +113,9 @@ int check(const std::string& path) {
 int run(const std::string& path, int64_t limit) {
   fy::Lowered lowered = fy::parse_program(read_file(path));
   fy::Compiled compiled = lowered.compile(compile_options(limit));
-  // Every input filled with ones of its type.
+  // Every input filled with ones of its type, in its memory kind.
   std::vector<fy::Array> args;
-  for (const auto& spec : compiled.input_specs()) args.push_back(fy::Array::allocate(spec.dtype, spec.shape, spec.kind));
-  for (auto& a : args) a = fy::full(a.shape(), 1.0, a.dtype());
+  for (const auto& spec : compiled.input_specs()) args.push_back(fy::ones(spec.shape, spec.dtype, spec.kind));
   std::vector<fy::Array> out = compiled.run(args);
   for (size_t i = 0; i < out.size(); ++i) fmt::print("output {}: {}\n", i, out[i].to_string());
   fy::ExecutionStats stats = compiled.execution_stats();

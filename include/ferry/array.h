@@ -83,8 +83,8 @@ class Array {
   MemoryKind kind_ = MemoryKind::device;
 };
 
-Array full(const Shape& shape, double value, DType dtype = DType::f32);
-Array ones(const Shape& shape, DType dtype = DType::f32);
-Array zeros(const Shape& shape, DType dtype = DType::f32);
+Array full(const Shape& shape, double value, DType dtype = DType::f32, MemoryKind kind = MemoryKind::device);
+Array ones(const Shape& shape, DType dtype = DType::f32, MemoryKind kind = MemoryKind::device);
+Array zeros(const Shape& shape, DType dtype = DType::f32, MemoryKind kind = MemoryKind::device);
 
 }  // namespace ferry

@@ -51,6 +51,10 @@ Array Array::from_bytes(const void* data, size_t bytes, DType dtype, Shape shape
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("Array::from: {} elements given for shape {} ({} elements)", bytes / dtype_size(dtype),
                             shape_string(shape), num_elements(shape)));
+  if (data == nullptr && bytes > 0)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("Array::from: the data pointer is null but {} bytes were given for shape {}", bytes,
+                            shape_string(shape)));
   auto s = detail::Storage::heap(bytes, kind, false);
   if (bytes) std::memcpy(s->data, data, bytes);
   return Array(std::move(s), dtype, std::move(shape), kind);
@@ -155,8 +159,8 @@ bool Array::equals(const Array& other) const {
   return std::memcmp(data(), other.data(), nbytes()) == 0;
 }
 
-Array full(const Shape& shape, double value, DType dtype) {
-  Array a = Array::allocate(dtype, shape);
+Array full(const Shape& shape, double value, DType dtype, MemoryKind kind) {
+  Array a = Array::allocate(dtype, shape, kind);
   int64_t n = a.size();
   void* d = a.mutable_data();
   for (int64_t i = 0; i < n; ++i) {
@@ -172,7 +176,7 @@ Array full(const Shape& shape, double value, DType dtype) {
   return a;
 }
 
-Array ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
-Array zeros(const Shape& shape, DType dtype) { return Array::allocate(dtype, shape); }
+Array ones(const Shape& shape, DType dtype, MemoryKind kind) { return full(shape, 1.0, dtype, kind); }
+Array zeros(const Shape& shape, DType dtype, MemoryKind kind) { return Array::allocate(dtype, shape, kind); }
 
 }  // namespace ferry

@@ -1,5 +1,7 @@
 // jit's non-template half: trace sessions, Lowered and Compiled.
+#include <cmath>
 #include <fstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -46,10 +48,28 @@ Lowered TraceSession::finish(const std::vector<Tensor>& outputs) {
 
 std::string Lowered::as_text() const { return ir::print(*impl_->program); }
 
-Compiled Lowered::compile(const CompileOptions& options) const {
+namespace {
+
+// The cost model divides by its rates: a zero, negative, infinite or NaN rate would make every
+// estimate meaningless (or NaN) and the placement of copies arbitrary.
+void check_rate(double rate, std::string_view name) {
+  if (!(rate > 0) || !std::isfinite(rate))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("CompileOptions.{} must be a positive, finite rate, got {}", name, rate));
+}
+
+void check_options(const CompileOptions& options) {
   if (options.device_memory_limit < 0)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("device_memory_limit must be >= 0 bytes (0 means no limit), got {}", options.device_memory_limit));
+  check_rate(options.link_bandwidth_bytes_per_s, "link_bandwidth_bytes_per_s");
+  check_rate(options.compute_flops_per_s, "compute_flops_per_s");
+}
+
+}  // namespace
+
+Compiled Lowered::compile(const CompileOptions& options) const {
+  check_options(options);
   auto program = compiler::run_pipeline(*impl_->program, options);
   auto plan = compiler::plan_memory(*program, /*outputs_external=*/false);
   compiler::check_device_limit(*program, *plan, options.device_memory_limit);

@@ -68,7 +68,7 @@ std::optional<Failure> check(const RandomProgram& p, CheckStats* stats) {
 
     stage = "running";
     std::vector<Array> got = compiled.run(args);
-    stage = "measured high-water marks equal the planned peaks";
+    stage = "measured high-water marks equal the planned peaks, which add up";
     if (std::string d = testing::high_water_mismatch(compiled); !d.empty()) return Failure{stage, d};
 
     stage = "the program parsed from text gives identical gradients";
@@ -80,7 +80,7 @@ std::optional<Failure> check(const RandomProgram& p, CheckStats* stats) {
     Compiled plain = grad_program(p, false).lower(args).compile();
     std::vector<Array> want = plain.run(args);
     if (std::string d = testing::high_water_mismatch(plain); !d.empty())
-      return Failure{"measured high-water marks equal the planned peaks (without checkpoints)", d};
+      return Failure{"measured high-water marks equal the planned peaks, which add up (without checkpoints)", d};
 
     stage = "gradients equal the program's without checkpoints";
     bool identical = true;
