@@ -98,9 +98,10 @@ fy::CompileOptions compile_options(int64_t flag_limit) {
   return options;
 }
 
+// The compiled program first: the report names its equations by the %ids printed there.
 int memory(const std::string& path, int64_t limit) {
   fy::Compiled compiled = fy::parse_program(read_file(path)).compile(compile_options(limit));
-  fmt::print("{}", compiled.memory_report());
+  fmt::print("== the compiled program ==\n{}\n{}", compiled.as_text(), compiled.memory_report());
   return 0;
 }
 

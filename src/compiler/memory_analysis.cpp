@@ -28,6 +28,9 @@ std::string describe(const ir::Program& p, const Buffer& b, const std::vector<in
     return fmt::format("{} {}, the body of {}", human_bytes(b.size), memory_kind_name(b.kind), label(b.body_of));
   if (b.scratch_of >= 0)
     return fmt::format("{} {}, a carry buffer of {}", human_bytes(b.size), memory_kind_name(b.kind), label(b.scratch_of));
+  if (b.workspace_of >= 0)
+    return fmt::format("{} {}, the kernel workspace of {}", human_bytes(b.size), memory_kind_name(b.kind),
+                       label(b.workspace_of));
   if (b.stream_of >= 0)
     return fmt::format("{} {}, a double buffer for the slices {} streams to or from host memory", human_bytes(b.size),
                        memory_kind_name(b.kind), label(b.stream_of));
@@ -85,15 +88,17 @@ MemoryStats memory_stats(const ir::Program& p, const MemoryPlan& plan) {
     const ir::Type& t = p.type(v);
     (is_host(t.kind) ? s.host_argument_size_in_bytes : s.argument_size_in_bytes) += t.size_bytes();
   }
-  for (ir::ValueId v : p.outputs) {
-    const ir::Type& t = p.type(v);
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const ir::Type& t = p.type(p.outputs[i]);
     (is_host(t.kind) ? s.host_output_size_in_bytes : s.output_size_in_bytes) += t.size_bytes();
+    if (i < plan.output_alias.size() && plan.output_alias[i] >= 0)
+      (is_host(t.kind) ? s.host_alias_size_in_bytes : s.alias_size_in_bytes) += t.size_bytes();
   }
-  // Outputs live in the arena: everything else in it is temporary, alignment padding included.
-  int64_t device_arena = plan.arena_size[kind_index(MemoryKind::device)];
-  int64_t host_arena = plan.arena_size[kind_index(MemoryKind::pinned_host)] + plan.arena_size[kind_index(MemoryKind::unpinned_host)];
-  s.temp_size_in_bytes = device_arena - s.output_size_in_bytes;
-  s.host_temp_size_in_bytes = host_arena - s.host_output_size_in_bytes;
+  // Outputs are allocations of their own (or donated arguments' buffers): the arena of each kind
+  // holds the temporaries, kernel workspaces and alignment padding.
+  s.temp_size_in_bytes = plan.arena_size[kind_index(MemoryKind::device)];
+  s.host_temp_size_in_bytes =
+      plan.arena_size[kind_index(MemoryKind::pinned_host)] + plan.arena_size[kind_index(MemoryKind::unpinned_host)];
   s.peak_memory_in_bytes = s.argument_size_in_bytes + s.output_size_in_bytes + s.temp_size_in_bytes - s.alias_size_in_bytes;
   s.host_peak_memory_in_bytes = s.host_argument_size_in_bytes + s.host_output_size_in_bytes + s.host_temp_size_in_bytes -
                                 s.host_alias_size_in_bytes;

@@ -3,13 +3,18 @@
 #include <algorithm>
 #include <limits>
 
+#include <fmt/format.h>
+
+#include "ferry/error.h"
+
 namespace ferry::compiler {
 namespace {
 
 int64_t aligned(int64_t bytes) { return (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
 
-// Inputs whose buffer the equation's (single) output may take over when they die there.
-std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
+}  // namespace
+
+std::vector<size_t> in_place_inputs(const ir::Equation& eq) {
   switch (eq.prim) {
     case Primitive::neg: case Primitive::exp: case Primitive::log: case Primitive::sin: case Primitive::cos:
     case Primitive::tanh: case Primitive::logistic: case Primitive::sqrt: case Primitive::rsqrt:
@@ -26,6 +31,8 @@ std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
       return {};
   }
 }
+
+namespace {
 
 // Offsets for every buffer of one kind: largest first, each at the smallest gap that fits among
 // the buffers already placed that are live at the same time (else above them all).
@@ -97,16 +104,56 @@ Streams find_streams(const ir::Program& body, int num_carry, int num_xs) {
 }
 
 namespace {
-std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool outputs_external, const Streams* streams);
+std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool outputs_external, const Streams* streams,
+                                               const PlanOptions& options);
+
+// Per output, the donated input whose buffer it can be written into, or -1. The argument's buffer
+// becomes the output's at the output's first write: the equation that defines it, or for a copy the
+// copy_start that begins filling it. Every read of the argument must come before that, or be the
+// equation itself writing in place.
+std::vector<int> alias_outputs(const ir::Program& p, const std::vector<char>& donated) {
+  std::vector<int> alias(p.outputs.size(), -1);
+  const size_t nv = p.values.size();
+  std::vector<int> last(nv, -1), producer(nv, -1);
+  for (size_t e = 0; e < p.equations.size(); ++e) {
+    for (ir::ValueId v : p.equations[e].inputs) last[static_cast<size_t>(v)] = static_cast<int>(e);
+    for (ir::ValueId v : p.equations[e].outputs) producer[static_cast<size_t>(v)] = static_cast<int>(e);
+  }
+  std::vector<char> taken(p.inputs.size(), 0);
+  for (size_t o = 0; o < p.outputs.size(); ++o) {
+    ir::ValueId v = p.outputs[o];
+    int e = producer[static_cast<size_t>(v)];
+    if (e < 0 || p.type(v).size_bytes() == 0) continue;
+    const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
+    int first_write = e;
+    if (eq.prim == Primitive::copy_done) first_write = producer[static_cast<size_t>(eq.inputs[0])];
+    for (size_t i = 0; i < p.inputs.size() && i < donated.size(); ++i) {
+      ir::ValueId u = p.inputs[i];
+      if (!donated[i] || taken[i] || !(p.type(u) == p.type(v))) continue;
+      int read = last[static_cast<size_t>(u)];
+      bool in_place = false;
+      if (read == first_write && eq.prim != Primitive::copy_done)
+        for (size_t c : in_place_inputs(eq)) in_place = in_place || eq.inputs[c] == u;
+      if (read < first_write || in_place) {
+        alias[o] = static_cast<int>(i);
+        taken[i] = 1;
+        break;
+      }
+    }
+  }
+  return alias;
 }
 
-std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& p, bool outputs_external) {
-  return plan_program(p, outputs_external, nullptr);
+}  // namespace
+
+std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& p, bool outputs_external, const PlanOptions& options) {
+  return plan_program(p, outputs_external, nullptr, options);
 }
 
 namespace {
 
-std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool outputs_external, const Streams* streams) {
+std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool outputs_external, const Streams* streams,
+                                               const PlanOptions& options) {
   auto plan = std::make_shared<MemoryPlan>();
   const int n = static_cast<int>(p.equations.size());
   const size_t nv = p.values.size();
@@ -115,6 +162,9 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
   plan->acquire_before.resize(static_cast<size_t>(n));
   plan->release_after.resize(static_cast<size_t>(n));
   plan->skip.assign(static_cast<size_t>(n), 0);
+  plan->workspace.assign(static_cast<size_t>(n), -1);
+  plan->output_alias.assign(p.outputs.size(), -1);
+  if (!outputs_external && !options.donated.empty()) plan->output_alias = alias_outputs(p, options.donated);
 
   std::vector<int> last(nv, -1);
   for (size_t i = 0; i < p.inputs.size(); ++i) {
@@ -125,16 +175,18 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
   }
   for (int e = 0; e < n; ++e)
     for (ir::ValueId v : p.equations[static_cast<size_t>(e)].inputs) last[static_cast<size_t>(v)] = e;
+  // Outputs live outside the arena: in the enclosing equation's values, or at the top level in
+  // allocations of their own that the returned Arrays keep (or a donated argument's buffer).
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     ir::ValueId v = p.outputs[i];
-    if (outputs_external) {
-      Slot& s = plan->slots[static_cast<size_t>(v)];
-      s.where = Slot::Where::external_output;
-      s.kind = p.type(v).kind;
-      s.index = static_cast<int>(i);
-    } else {
-      last[static_cast<size_t>(v)] = n;
-    }
+    Slot& s = plan->slots[static_cast<size_t>(v)];
+    if (s.where != Slot::Where::arena || s.index >= 0)
+      throw Error(ErrorCode::internal, fmt::format("memory plan: output {} of {} is an input or another output; "
+                                                   "materialize_outputs gives each output a value of its own",
+                                                   i, p.name));
+    s.where = Slot::Where::external_output;
+    s.kind = p.type(v).kind;
+    s.index = static_cast<int>(i);
   }
 
   // Streamed slices: the scan runner does these copies; the body sees extra external values.
@@ -183,8 +235,14 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
   };
   for (int e = 0; e < n; ++e) {
     const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
-    std::vector<size_t> candidates = in_place_candidates(eq);
+    std::vector<size_t> candidates = in_place_inputs(eq);
     if (plan->skip[static_cast<size_t>(e)]) continue;  // the scan runner's copy
+    if (options.workspace && eq.subprograms.empty())
+      if (int64_t bytes = options.workspace(p, eq); bytes > 0) {
+        int b = new_buffer(MemoryKind::device, bytes, e, e);
+        plan->buffers[static_cast<size_t>(b)].workspace_of = e;
+        plan->workspace[static_cast<size_t>(e)] = b;
+      }
     for (ir::ValueId v : eq.outputs) {
       Slot& s = plan->slots[static_cast<size_t>(v)];
       s.kind = p.type(v).kind;
@@ -218,7 +276,7 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
         const auto& sp = std::get<ir::ScanParams>(eq.params);
         found = find_streams(sub, static_cast<int>(sp.num_carry), static_cast<int>(sp.num_xs));
       }
-      body.plan = plan_program(sub, /*outputs_external=*/true, &found);
+      body.plan = plan_program(sub, /*outputs_external=*/true, &found, PlanOptions{options.workspace, {}});
       // Each streamed slice: the io it replaces, the extra external index, two device buffers.
       auto stream = [&](const std::vector<std::pair<ir::ValueId, int>>& found_slices, int next_external,
                         std::vector<StreamedSlice>& out) {

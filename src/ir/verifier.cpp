@@ -17,8 +17,10 @@ std::string type_list(const std::vector<Type>& types) {
   return "(" + s + ")";
 }
 
-// Negative sizes or an overflowing element or byte count; empty when the type is fine.
+// Too many dimensions, negative sizes or an overflowing element or byte count; empty when the type
+// is fine.
 std::string_view type_problem(const Type& t) {
+  if (t.rank() > kMaxRank) return "more than 32 dimensions (ferry's limit)";
   int64_t n = 1;
   for (int64_t d : t.shape) {
     if (d < 0) return "a negative dimension size";

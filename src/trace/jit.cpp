@@ -17,6 +17,7 @@
 #include "trace/lowered.h"
 #include "trace/tracer.h"
 #include "ir/type.h"
+#include "runtime/workspace.h"
 
 namespace ferry {
 namespace detail {
@@ -38,10 +39,26 @@ Tensor TraceSession::input(const ShapeDtype& s) {
   return tracer_->add_input(ir::Type{s.dtype, s.shape, s.kind});
 }
 
-Lowered TraceSession::finish(const std::vector<Tensor>& outputs) {
+Lowered TraceSession::finish(const std::vector<Tensor>& outputs, std::vector<char> donated) {
   auto impl = std::make_shared<LoweredImpl>();
   impl->program = tracer_->finish(outputs);
+  impl->donated = std::move(donated);
   return Lowered(std::move(impl));
+}
+
+std::vector<char> donated_inputs(const std::vector<int>& donate_argnums, const std::vector<size_t>& leaves) {
+  std::vector<size_t> first(leaves.size() + 1, 0);
+  for (size_t i = 0; i < leaves.size(); ++i) first[i + 1] = first[i] + leaves[i];
+  std::vector<char> donated(first.back(), 0);
+  for (int a : donate_argnums) {
+    if (a < 0 || static_cast<size_t>(a) >= leaves.size())
+      throw Error(ErrorCode::invalid_argument, fmt::format("donate_argnums: {} is not an argument position of a function "
+                                                           "called with {} argument(s)",
+                                                           a, leaves.size()));
+    for (size_t i = first[static_cast<size_t>(a)]; i < first[static_cast<size_t>(a) + 1]; ++i) donated[i] = 1;
+  }
+  if (donate_argnums.empty()) donated.clear();
+  return donated;
 }
 
 }  // namespace detail
@@ -71,9 +88,14 @@ void check_options(const CompileOptions& options) {
 Compiled Lowered::compile(const CompileOptions& options) const {
   check_options(options);
   auto program = compiler::run_pipeline(*impl_->program, options);
-  auto plan = compiler::plan_memory(*program, /*outputs_external=*/false);
+  compiler::PlanOptions plan_options;
+  plan_options.workspace = runtime::workspace_sizes(options.backend);
+  plan_options.donated = impl_->donated;
+  auto plan = compiler::plan_memory(*program, /*outputs_external=*/false, plan_options);
   compiler::check_device_limit(*program, *plan, options.device_memory_limit);
-  auto impl = std::make_shared<detail::CompiledImpl>(program, plan, runtime::Executable(program, plan, options.backend), options);
+  runtime::ExecutableOptions run_options{impl_->donated, options.checked};
+  auto impl = std::make_shared<detail::CompiledImpl>(
+      program, plan, runtime::Executable(program, plan, options.backend, run_options), options);
   return Compiled(std::move(impl));
 }
 

@@ -176,7 +176,8 @@ template <class E> void select_typed(const uint8_t* p, int64_t pn, const E* t, c
 
 }  // namespace
 
-void unary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void unary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                  std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 1);
   expect_same_count(eq, inputs, outputs[0]);
   const DType t = inputs[0].type->dtype;
@@ -189,7 +190,8 @@ void unary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std
   });
 }
 
-void binary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void binary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                   std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 2);
   expect_same_count(eq, inputs, outputs[0]);
   const DType t = inputs[0].type->dtype;
@@ -204,7 +206,8 @@ void binary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, st
   });
 }
 
-void compare_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void compare_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                    std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 2);
   expect_same_count(eq, inputs, outputs[0]);
   const DType t = inputs[0].type->dtype;
@@ -220,7 +223,8 @@ void compare_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, s
 }
 
 // select(pred, on_true, on_false); pred is bool of the result's shape, or a scalar.
-void select_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void select_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                   std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 3);
   expect_same_count(eq, inputs.subspan(1), outputs[0]);
   const int64_t n = outputs[0].type->num_elements();
