@@ -97,7 +97,10 @@ Policy save_from_both_policies(Policy a, Policy b);
 Tensor checkpoint_name(const Tensor& x, const std::string& name);
 
 // One residual the backward pass keeps: its type (memory kind included), the decision that kept it
-// ("saved", "offloaded", "argument"), and where it came from.
+// ("saved", "offloaded", "argument"), and where it came from. After the residuals come the names a
+// checkpoint policy saves or offloads that the backward pass never reads, with decision "unused"
+// and source "named 'act': not needed by the backward pass": they take no memory, and naming them
+// had no effect (Lowered::warnings() reports the same).
 struct Residual {
   ShapeDtype type;
   std::string decision;

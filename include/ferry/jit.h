@@ -128,6 +128,8 @@ class Compiled {
   CostStats cost_analysis() const;
   // What the most recent run measured (zeros before the first run).
   ExecutionStats execution_stats() const;
+  // Decisions that had no effect, in words (the Lowered program's warnings; see Lowered::warnings).
+  std::vector<std::string> warnings() const;
   // The types run() takes and returns, flattened.
   std::vector<ShapeDtype> input_specs() const;
   std::vector<ShapeDtype> output_specs() const;
@@ -147,6 +149,10 @@ class Lowered {
   // The traced program as IR text; parse_program() reads it back.
   std::string as_text() const;
   Compiled compile(const CompileOptions& options = {}) const;
+  // Decisions that had no effect, in words: each name a checkpoint policy saves or offloads that
+  // no backward pass reads ("named 'act': not needed by the backward pass; ..."). Found while
+  // differentiating; empty for parsed programs and checkpoints that are never differentiated.
+  std::vector<std::string> warnings() const;
   const detail::LoweredImpl& impl() const { return *impl_; }
 
  private:

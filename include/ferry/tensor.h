@@ -160,7 +160,7 @@ Tensor iota(DType dtype, const Shape& shape, int64_t dimension = 0);
 // `shape` filled with `value`.
 Tensor constant(double value, const Shape& shape = {}, DType dtype = DType::f32);
 Tensor full_like(const Tensor& x, double value);
-Tensor zeros_like(const Tensor& x);
+Tensor zeros_like(const Tensor& x);  // in x's memory kind (a cotangent of x has x's type)
 Tensor ones_like(const Tensor& x);
 
 Tensor convert(const Tensor& x, DType dtype);

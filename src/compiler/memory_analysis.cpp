@@ -58,7 +58,7 @@ std::vector<const Buffer*> live_at_peak(const MemoryPlan& plan, MemoryKind kind)
   int t = plan.peak_position[kind_index(kind)];
   std::vector<const Buffer*> live;
   for (const Buffer& b : plan.buffers)
-    if (b.kind == kind && b.start <= t && t <= b.end && b.size > 0) live.push_back(&b);
+    if (b.kind == kind && b.output_of < 0 && b.start <= t && t <= b.end && b.size > 0) live.push_back(&b);
   std::stable_sort(live.begin(), live.end(), [](const Buffer* a, const Buffer* b) { return a->size > b->size; });
   return live;
 }

@@ -12,9 +12,11 @@
 // only while it runs. Buffers of one kind are packed into their arena by size, largest first, each
 // at the best-fitting gap among the buffers live at the same time, so freed space is reused.
 //
-// At the top level an output may be written straight into the buffer of a donated argument
-// (aliasing) when the two have the same type and every read of the argument comes before the
-// output's first write (or is the elementwise equation that writes it in place).
+// At the top level an output written in place over a dying temporary takes that temporary's buffer
+// (its whole in-place chain) into its own allocation. An output may be written straight into the
+// buffer of a donated argument (aliasing) when the two have the same type and every read of the
+// argument comes before the output's first write (or is the elementwise equation that writes it in
+// place).
 #pragma once
 
 #include <array>
@@ -53,6 +55,7 @@ struct Buffer {
   int scratch_of = -1;              // >= 0: a carry scratch buffer of that scan equation
   int stream_of = -1;               // >= 0: a double buffer of a streamed slice of that scan
   int workspace_of = -1;            // >= 0: the kernel workspace of that equation
+  int output_of = -1;               // >= 0: not in the arena but in that output's allocation
 };
 
 // Scan steps overlap their host copies with compute across steps (double buffering):
@@ -105,9 +108,9 @@ struct PlanOptions {
 std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& program, bool outputs_external,
                                               const PlanOptions& options = {});
 
-// The inputs whose buffer an equation's (single) output may take over when they die there: its
-// kernel reads each element before it writes the element of the result at the same place.
-std::vector<size_t> in_place_inputs(const ir::Equation& eq);
+// Inputs whose buffer the equation's (single) output may take over when they die there: its kernel
+// reads each element before it writes the element of the result at the same place.
+std::vector<size_t> in_place_candidates(const ir::Equation& eq);
 
 // What a scan runner streams for a body (see StreamedSlice), as (body value, input/output index).
 struct Streams {

@@ -8,6 +8,7 @@
 #include "compiler/materialize_outputs.h"
 #include "compiler/place_copies.h"
 #include "compiler/schedule.h"
+#include "compiler/simplify.h"
 #include "ferry/error.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
@@ -15,13 +16,15 @@
 namespace ferry::compiler {
 
 std::vector<Pass> passes_for(const CompileOptions& options) {
-  // Clean-ups first: differentiation leaves duplicated and unused work behind. Then every output
+  // Clean-ups first: differentiation leaves duplicated and unused work behind, and constants and
+  // identities that simplify turns into scalars or removes. Then every output
   // gets its own buffer, transfers between memory kinds become asynchronous copies, the scheduler
   // orders the rest for a low device peak, and the copies are placed around it by the cost model.
   // Buffer assignment (plan_memory, an analysis run by compile) plans the final order.
   return {
       {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_code},
+      {"simplify", simplify},
       {"materialize_outputs", materialize_outputs},
       {"lower_copies", lower_copies},
       {"schedule", schedule_for_memory},

@@ -32,6 +32,10 @@ struct RematDecision {
   Kind kind = Kind::none;
   MemoryKind src = MemoryKind::device;       // offload: where the value lives
   MemoryKind dst = MemoryKind::pinned_host;  // offload: where it waits for the backward pass
+  // The policy decided this for a checkpoint_name equation because of its name (it decides
+  // otherwise for the same equation without one): what warnings about names with no effect are
+  // about. Not part of the text form; only differentiation, which never runs on parsed text, reads it.
+  bool by_name = false;
   bool operator==(const RematDecision&) const = default;
 };
 

@@ -1,6 +1,10 @@
 // Elementwise primitives: unary math, binary arithmetic, comparisons, select and
 // convert_element_type. Operands are never broadcast implicitly here: the front end inserts
-// broadcast_in_dim first, so the IR states every shape.
+// broadcast_in_dim first, so the IR states every shape. The one exception is a rank-0 operand of a
+// binary op, comparison or select beside operands of a larger shape: it is read as that shape filled
+// with its one element (kernels read it with stride 0). The tracer never makes such equations, so
+// VJP rules always see operands of one shape; the compiler's simplify pass makes them after
+// differentiation, so that a scalar broadcast to an activation's shape takes no activation buffer.
 //
 // Cost: one flop per output element for all of them; transcendentals (exp, log, sin, pow, ...) are
 // not weighted more than an add, which is enough for the scheduler's compute-vs-copy estimates.
@@ -31,20 +35,22 @@ std::vector<ir::Type> unary_signed_rule(std::span<const ir::Type> in, const ir::
   return {in[0]};
 }
 
-// Both operands of a binary op or comparison: same dtype and same shape.
-void check_same_type(const ir::Type& a, const ir::Type& b) {
+// Operands of a binary op or comparison: one dtype, and one shape apart from rank-0 operands (see
+// the top of this file). Returns the result's type: the dtype and the shape of the larger operand.
+ir::Type binary_result(const ir::Type& a, const ir::Type& b) {
   if (a.dtype != b.dtype)
     invalid(fmt::format("operand dtypes differ: {} and {}", dtype_name(a.dtype), dtype_name(b.dtype)));
-  if (a.shape != b.shape)
+  if (a.shape != b.shape && a.rank() != 0 && b.rank() != 0)
     invalid(fmt::format("operand shapes differ: {} and {} (broadcast explicitly with broadcast_in_dim)",
                         shape_string(a.shape), shape_string(b.shape)));
+  return a.rank() != 0 ? a : b;
 }
 
 std::vector<ir::Type> binary_rule(std::span<const ir::Type> in, const ir::Params&) {
   check_operands(in);
-  check_same_type(in[0], in[1]);
-  if (in[0].dtype == DType::boolean) invalid("not defined for bool operands");
-  return {in[0]};
+  ir::Type out = binary_result(in[0], in[1]);
+  if (out.dtype == DType::boolean) invalid("not defined for bool operands");
+  return {out};
 }
 
 ir::Type bool_like(const ir::Type& t) { return ir::Type{DType::boolean, t.shape, t.kind}; }
@@ -52,18 +58,19 @@ ir::Type bool_like(const ir::Type& t) { return ir::Type{DType::boolean, t.shape,
 // eq, ne: any dtype, bool included.
 std::vector<ir::Type> equality_rule(std::span<const ir::Type> in, const ir::Params&) {
   check_operands(in);
-  check_same_type(in[0], in[1]);
-  return {bool_like(in[0])};
+  return {bool_like(binary_result(in[0], in[1]))};
 }
 
 // lt, le, gt, ge: bool has no order here.
 std::vector<ir::Type> ordering_rule(std::span<const ir::Type> in, const ir::Params&) {
   check_operands(in);
-  check_same_type(in[0], in[1]);
-  if (in[0].dtype == DType::boolean) invalid("ordering comparisons are not defined for bool operands");
-  return {bool_like(in[0])};
+  ir::Type operands = binary_result(in[0], in[1]);
+  if (operands.dtype == DType::boolean) invalid("ordering comparisons are not defined for bool operands");
+  return {bool_like(operands)};
 }
 
+// select(pred, on_true, on_false): the branches share a dtype; pred, on_true and on_false share a
+// shape, apart from rank-0 operands (see the top of this file).
 std::vector<ir::Type> select_rule(std::span<const ir::Type> in, const ir::Params&) {
   check_operands(in);
   const ir::Type &pred = in[0], &on_true = in[1], &on_false = in[2];
@@ -72,13 +79,15 @@ std::vector<ir::Type> select_rule(std::span<const ir::Type> in, const ir::Params
   if (on_true.dtype != on_false.dtype)
     invalid(fmt::format("on_true and on_false dtypes differ: {} and {}", dtype_name(on_true.dtype),
                         dtype_name(on_false.dtype)));
-  if (on_true.shape != on_false.shape)
+  if (on_true.shape != on_false.shape && on_true.rank() != 0 && on_false.rank() != 0)
     invalid(fmt::format("on_true and on_false shapes differ: {} and {}", shape_string(on_true.shape),
                         shape_string(on_false.shape)));
-  if (pred.shape != on_true.shape)
+  ir::Type out = on_true.rank() != 0 ? on_true : on_false;
+  if (pred.shape != out.shape && pred.rank() != 0 && out.rank() != 0)
     invalid(fmt::format("predicate shape {} differs from the operands' shape {}", shape_string(pred.shape),
-                        shape_string(on_true.shape)));
-  return {on_true};
+                        shape_string(out.shape)));
+  if (out.rank() == 0) out.shape = pred.shape;
+  return {out};
 }
 
 std::vector<ir::Type> convert_rule(std::span<const ir::Type> in, const ir::Params& params) {

@@ -49,6 +49,13 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_p
   if (backend != "cpu")
     throw Error(ErrorCode::unimplemented, fmt::format("backend \"{}\" is not available; this build has \"cpu\"", backend));
   const ir::Program& p = *program_;
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const Slot& s = plan_->slots[static_cast<size_t>(p.outputs[i])];
+    if (s.where != Slot::Where::external_output || s.index != static_cast<int>(i))
+      throw Error(ErrorCode::internal, fmt::format("executable: output {} of {} is an input or another output; "
+                                                   "materialize_outputs gives each output a value of its own",
+                                                   i, p.name));
+  }
   kernels_.resize(p.equations.size());
   bodies_.resize(p.equations.size());
   max_live_ = plan_->buffers.size();

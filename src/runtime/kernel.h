@@ -56,7 +56,7 @@ struct WorkspaceSize {
 
 // Kernels read parameters from `eq`. Buffers are dense row-major; bool is one byte per element.
 // An output shares its buffer with an input only where the memory plan writes in place (the
-// elementwise primitives of compiler::in_place_inputs); kernels allocate nothing: scratch memory
+// elementwise primitives of compiler::in_place_candidates); kernels allocate nothing: scratch memory
 // comes from `workspace`, per-dimension bookkeeping lives on the stack.
 using KernelFn = void (*)(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
                           Workspace& workspace);

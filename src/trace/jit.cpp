@@ -16,6 +16,7 @@
 #include "ir/verifier.h"
 #include "trace/lowered.h"
 #include "trace/tracer.h"
+#include "transforms/unused_names.h"
 #include "ir/type.h"
 #include "runtime/workspace.h"
 
@@ -43,6 +44,8 @@ Lowered TraceSession::finish(const std::vector<Tensor>& outputs, std::vector<cha
   auto impl = std::make_shared<LoweredImpl>();
   impl->program = tracer_->finish(outputs);
   impl->donated = std::move(donated);
+  for (const transforms::NamedDecision& d : transforms::unneeded_names(tracer_->named_decisions()))
+    impl->warnings.push_back(transforms::unneeded_warning(d));
   return Lowered(std::move(impl));
 }
 
@@ -64,6 +67,8 @@ std::vector<char> donated_inputs(const std::vector<int>& donate_argnums, const s
 }  // namespace detail
 
 std::string Lowered::as_text() const { return ir::print(*impl_->program); }
+
+std::vector<std::string> Lowered::warnings() const { return impl_->warnings; }
 
 namespace {
 
@@ -96,6 +101,7 @@ Compiled Lowered::compile(const CompileOptions& options) const {
   runtime::ExecutableOptions run_options{impl_->donated, options.checked};
   auto impl = std::make_shared<detail::CompiledImpl>(
       program, plan, runtime::Executable(program, plan, options.backend, run_options), options);
+  impl->warnings = impl_->warnings;
   return Compiled(std::move(impl));
 }
 
@@ -132,6 +138,8 @@ CostStats Compiled::cost_analysis() const { return compiler::cost_stats(*impl_->
 MemoryStats Compiled::memory_analysis() const { return compiler::memory_stats(*impl_->program, *impl_->plan); }
 
 std::string Compiled::memory_report() const { return compiler::memory_report(*impl_->program, *impl_->plan); }
+
+std::vector<std::string> Compiled::warnings() const { return impl_->warnings; }
 
 ExecutionStats Compiled::execution_stats() const {
   std::lock_guard<std::mutex> lock(impl_->stats_mutex);

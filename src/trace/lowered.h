@@ -3,7 +3,9 @@
 
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "ferry/jit.h"
 #include "ir/program.h"
@@ -15,6 +17,7 @@ namespace ferry::detail {
 struct LoweredImpl {
   std::shared_ptr<const ir::Program> program;
   std::vector<char> donated;  // per input: jit's donate_argnums, flattened
+  std::vector<std::string> warnings;  // see Lowered::warnings
 };
 
 struct CompiledImpl {
@@ -27,6 +30,7 @@ struct CompiledImpl {
   std::shared_ptr<const compiler::MemoryPlan> plan;
   runtime::Executable executable;
   CompileOptions options;
+  std::vector<std::string> warnings;  // the Lowered program's
   mutable std::mutex stats_mutex;
   mutable ExecutionStats last_stats;
   mutable runtime::CopyQueue copies;  // its own thread: copies overlap with compute

@@ -308,7 +308,11 @@ Tensor constant(double value, const Shape& shape, DType dtype) {
 }
 
 Tensor full_like(const Tensor& x, double value) { return literal_like(x, value, "full_like"); }
-Tensor zeros_like(const Tensor& x) { return full_like(x, 0.0); }
+// Zeros in x's memory kind: a cotangent has its primal's type, and constants are made on the device.
+Tensor zeros_like(const Tensor& x) {
+  Tensor z = full_like(x, 0.0);
+  return x.memory_kind() == MemoryKind::device ? z : device_put(z, x.memory_kind());
+}
 Tensor ones_like(const Tensor& x) { return full_like(x, 1.0); }
 
 Tensor convert(const Tensor& x, DType dtype) {

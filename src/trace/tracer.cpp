@@ -21,6 +21,12 @@ bool Tracer::is_ancestor(const Tracer* t) const {
   return false;
 }
 
+void Tracer::record_named_decision(transforms::NamedDecision d) {
+  Tracer* root = this;
+  while (root->parent_ != nullptr) root = root->parent_.get();
+  root->named_decisions_.push_back(std::move(d));
+}
+
 ir::ValueId Tracer::capture(const Tensor& t) {
   // Capture through the parent first, so each level of nesting sees the value as its own input.
   Tensor outer = t;

@@ -14,6 +14,7 @@
 
 #include "ferry/tensor.h"
 #include "ir/program.h"
+#include "transforms/unused_names.h"
 
 namespace ferry::detail {
 
@@ -42,6 +43,11 @@ class Tracer : public std::enable_shared_from_this<Tracer> {
   const ir::Program& program() const { return *program_; }
   bool finished() const { return finished_; }
 
+  // What differentiation learns about the policies' named decisions, kept on the root trace (the
+  // one lowering finishes) whichever nested trace records it.
+  void record_named_decision(transforms::NamedDecision d);
+  const std::vector<transforms::NamedDecision>& named_decisions() const { return named_decisions_; }
+
  private:
   ir::ValueId check_input(const Tensor& t, std::string_view what);
   // This tracer's value standing for `t`, a tensor of an active ancestor.
@@ -53,6 +59,7 @@ class Tracer : public std::enable_shared_from_this<Tracer> {
   std::vector<Tensor> captures_;
   std::vector<std::pair<const Tracer*, ir::ValueId>> capture_keys_;  // parallel to captures_
   bool finished_ = false;
+  std::vector<transforms::NamedDecision> named_decisions_;  // root trace only
 };
 
 // The innermost active tracer; throws INVALID_ARGUMENT naming `op` when there is none.

@@ -71,12 +71,23 @@ ir::RematDecision decide(const Policy& policy, const ir::Equation& eq, const ir:
   return r;
 }
 
+// Whether `policy` decides `d` for a checkpoint_name equation because of its name: asked again
+// about the same equation without a name, it decides otherwise.
+bool decided_by_name(const ir::Equation& eq, const ir::Program& program, const Policy& policy,
+                     const ir::RematDecision& d) {
+  if (eq.prim != Primitive::checkpoint_name || eq.name.empty()) return false;
+  ir::Equation unnamed = eq;
+  unnamed.name.clear();
+  return decide(policy, unnamed, program) != d;
+}
+
 // A copy of `program` with the policy's decision on every equation; scan bodies are annotated too,
 // nested checkpoint bodies keep the decisions of their own policy.
 std::shared_ptr<const ir::Program> annotate(const ir::Program& program, const Policy& policy) {
   auto out = std::make_shared<ir::Program>(program);
   for (ir::Equation& eq : out->equations) {
     eq.decision = decide(policy, eq, *out);
+    eq.decision.by_name = decided_by_name(eq, *out, policy, eq.decision);
     if (eq.prim == Primitive::scan)
       for (auto& body : eq.subprograms) body = annotate(*body, policy);
   }

@@ -3,11 +3,14 @@
 // checkpoint and the backward part when the cotangents arrive. Recomputed equations in the backward
 // part are marked rematerialized (unless prevent_cse is off), offloaded residuals travel as
 // device_put copies in their destination kind and are fetched back at the start of the backward part.
+// Which named values the policy saved or offloaded, and whether the backward part needed them, is
+// recorded on the trace (unused_names.h) so that lowering can warn about names with no effect.
 #include <any>
 #include <memory>
 #include <vector>
 
 #include "ir/params.h"
+#include "trace/tracer.h"
 #include "transforms/emit.h"
 #include "transforms/linearize.h"
 #include "transforms/partition.h"
@@ -31,6 +34,8 @@ std::vector<Tensor> checkpoint_forward(const ir::Equation& eq, const std::vector
   spec.default_kind = ir::RematDecision::Kind::recompute;
   spec.prevent_cse = std::get<ir::CheckpointParams>(eq.params).prevent_cse;
   Partition part = partition(spec);
+  detail::Tracer& tracer = detail::current_tracer("checkpoint");
+  for (NamedDecision& d : named_decisions(*joint.program, part, eq.name)) tracer.record_named_decision(std::move(d));
 
   std::vector<Tensor> fwd = emit(*part.forward, in);
   auto res = std::make_shared<CheckpointResiduals>();

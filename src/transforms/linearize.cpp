@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/dce.h"
 #include "ferry/error.h"
 #include "prims/registry.h"
 #include "trace/tracer.h"
@@ -40,6 +41,12 @@ ClosedProgram trace_joint(const std::shared_ptr<const ir::Program>& body, const 
     return out;
   });
   if (!joint.captures.empty()) throw Error(ErrorCode::internal, fmt::format("{}: the joint body captured outer values", name));
+  // VJP rules also emit cotangents of operands nothing differentiates (mul's for a constant reads
+  // the other operand): left in, they would make partition keep values only they read, e.g. a
+  // scan stacking a residual its backward body never reads.
+  auto live = std::make_shared<ir::Program>(*joint.program);
+  compiler::eliminate_dead_code(*live);
+  joint.program = std::move(live);
   return joint;
 }
 

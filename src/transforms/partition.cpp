@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <functional>
+#include <limits>
+
 #include "compiler/dce.h"
 #include "ferry/error.h"
 
@@ -59,6 +63,75 @@ std::shared_ptr<ir::Program> ProgramCopier::finish() {
   return out_;
 }
 
+namespace {
+
+// Forward equations whose results only the backward part reads (work a VJP rule does on primal
+// values, such as 1 - tanh(x)^2) cost the same computed in either part. Saved, they are residuals;
+// deferred to the backward part they are computed there from what they read, once either way. A
+// connected group of such equations is deferred when what it reads from outside the group and the
+// backward part does not already keep takes no more bytes than the residuals it stops producing.
+// `kept(v)`: the backward part already reads v (or the name of it); `saved(eq)`: the equation's
+// decision is save (offloads and names keep the policy's choice).
+std::vector<char> deferrable(const ir::Program& J, const PartitionSpec& spec, const std::vector<char>& backward,
+                             const std::vector<char>& eq_invariant, const std::function<bool(ValueId)>& kept,
+                             const std::function<bool(const ir::Equation&)>& saved) {
+  const size_t nv = J.values.size(), ne = J.equations.size();
+  std::vector<int> producer(nv, -1);
+  for (size_t e = 0; e < ne; ++e)
+    for (ValueId v : J.equations[e].outputs) producer[static_cast<size_t>(v)] = static_cast<int>(e);
+  // What the primal outputs need, from the outputs back.
+  std::vector<char> primal(ne, 0), wanted(nv, 0);
+  for (size_t i = 0; i < spec.num_primal_outputs; ++i) wanted[static_cast<size_t>(J.outputs[i])] = 1;
+  for (size_t e = ne; e-- > 0;) {
+    if (backward[e]) continue;
+    for (ValueId v : J.equations[e].outputs) primal[e] = primal[e] || wanted[static_cast<size_t>(v)];
+    if (primal[e])
+      for (ValueId v : J.equations[e].inputs) wanted[static_cast<size_t>(v)] = 1;
+  }
+  std::vector<char> candidate(ne, 0);
+  for (size_t e = 0; e < ne; ++e) {
+    const ir::Equation& eq = J.equations[e];
+    // Copies between memory kinds stay where they are: an offload is the policy's to decide.
+    candidate[e] = !backward[e] && !primal[e] && !eq_invariant[e] && eq.subprograms.empty() && eq.outputs.size() == 1 &&
+                   eq.prim != Primitive::device_put && saved(eq);
+  }
+  // Groups: candidates joined through the values one reads from another (union-find).
+  std::vector<size_t> group(ne);
+  for (size_t e = 0; e < ne; ++e) group[e] = e;
+  std::function<size_t(size_t)> root = [&](size_t e) { return group[e] == e ? e : group[e] = root(group[e]); };
+  for (size_t e = 0; e < ne; ++e) {
+    if (!candidate[e]) continue;
+    for (ValueId v : J.equations[e].inputs) {
+      int p = producer[static_cast<size_t>(v)];
+      if (p >= 0 && candidate[static_cast<size_t>(p)]) group[root(static_cast<size_t>(p))] = root(e);
+    }
+  }
+  // Device bytes: what a residual costs where the limit is.
+  auto bytes = [&](ValueId v) { return J.type(v).kind == MemoryKind::device ? J.type(v).size_bytes() : 0; };
+  std::vector<int64_t> freed(ne, 0), added(ne, 0);
+  std::vector<char> counted(nv, 0);
+  for (size_t e = 0; e < ne; ++e) {
+    if (!candidate[e]) continue;
+    size_t g = root(e);
+    ValueId out = J.equations[e].outputs[0];
+    if (kept(out)) freed[g] += bytes(out);
+    for (ValueId v : J.equations[e].inputs) {
+      int p = producer[static_cast<size_t>(v)];
+      bool inside = p >= 0 && candidate[static_cast<size_t>(p)];
+      bool free = p >= 0 && eq_invariant[static_cast<size_t>(p)];
+      if (inside || free || kept(v) || counted[static_cast<size_t>(v)]) continue;
+      counted[static_cast<size_t>(v)] = 1;  // a new residual, counted once (shared: a lower bound)
+      added[g] += bytes(v);
+    }
+  }
+  std::vector<char> defer(ne, 0);
+  for (size_t e = 0; e < ne; ++e)
+    defer[e] = candidate[e] && added[root(e)] < freed[root(e)];
+  return defer;
+}
+
+}  // namespace
+
 Partition partition(const PartitionSpec& spec) {
   const ir::Program& J = *spec.joint;
   const size_t nv = J.values.size(), ne = J.equations.size();
@@ -71,6 +144,26 @@ Partition partition(const PartitionSpec& spec) {
     if (i >= spec.num_primal_inputs) tangent[v] = 1;
     else if (i < spec.invariant_inputs.size() && spec.invariant_inputs[i]) invariant[v] = 1;
   }
+  // A rematerialized equation belongs to the backward part (a nested checkpoint's recomputation),
+  // unless the primal outputs need it: differentiating a backward program (second order) replays
+  // its recomputations as part of its primal computation.
+  std::vector<char> primal_cone(ne, 0);
+  {
+    std::vector<char> depends_on_tangent(nv, 0), wanted(nv, 0);
+    for (size_t i = spec.num_primal_inputs; i < J.inputs.size(); ++i) depends_on_tangent[static_cast<size_t>(J.inputs[i])] = 1;
+    std::vector<char> eq_tangent(ne, 0);
+    for (size_t e = 0; e < ne; ++e) {
+      for (ValueId v : J.equations[e].inputs) eq_tangent[e] = eq_tangent[e] || depends_on_tangent[static_cast<size_t>(v)];
+      for (ValueId v : J.equations[e].outputs) depends_on_tangent[static_cast<size_t>(v)] = eq_tangent[e];
+    }
+    for (size_t i = 0; i < spec.num_primal_outputs; ++i) wanted[static_cast<size_t>(J.outputs[i])] = 1;
+    for (size_t e = ne; e-- > 0;) {
+      if (eq_tangent[e]) continue;
+      for (ValueId v : J.equations[e].outputs) primal_cone[e] = primal_cone[e] || wanted[static_cast<size_t>(v)];
+      if (primal_cone[e])
+        for (ValueId v : J.equations[e].inputs) wanted[static_cast<size_t>(v)] = 1;
+    }
+  }
   std::vector<char> backward(ne, 0), eq_invariant(ne, 0);
   for (size_t e = 0; e < ne; ++e) {
     const ir::Equation& eq = J.equations[e];
@@ -79,7 +172,7 @@ Partition partition(const PartitionSpec& spec) {
       t = t || tangent[static_cast<size_t>(v)];
       inv = inv && invariant[static_cast<size_t>(v)];
     }
-    backward[e] = t || eq.rematerialized;
+    backward[e] = t || (eq.rematerialized && !primal_cone[e]);
     eq_invariant[e] = !backward[e] && inv;
     for (ValueId v : eq.outputs) {
       // What reads a rematerialized value is backward too: that value exists only there (e.g. a
@@ -89,34 +182,74 @@ Partition partition(const PartitionSpec& spec) {
     }
   }
 
-  // What the backward part reads, then what each forward equation's decision makes of it.
-  std::vector<char> needed(nv, 0), recompute(ne, 0);
-  for (size_t e = 0; e < ne; ++e)
-    if (backward[e])
-      for (ValueId v : J.equations[e].inputs) needed[static_cast<size_t>(v)] = 1;
-  for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i) needed[static_cast<size_t>(J.outputs[i])] = 1;
-  std::vector<PartitionResidual> computed;  // residuals produced by forward equations, in reverse order
-  for (size_t e = ne; e-- > 0;) {
-    if (backward[e]) continue;
+  auto kind_of = [&](const ir::Equation& eq) {
+    return eq.decision.kind == RematDecision::Kind::none ? spec.default_kind : eq.decision.kind;
+  };
+  // A value the user named and the policy keeps (saved or offloaded) is the value the backward part
+  // reads wherever it would read the unnamed original: a VJP rule reads tanh's output, not the
+  // checkpoint_name of it, and both are the same numbers. Without this the named copy would be kept
+  // and the original recomputed anyway (with everything it needs).
+  std::vector<ValueId> named_as(nv);
+  std::vector<size_t> named_at(nv, ne);  // the naming equation's index
+  for (size_t v = 0; v < nv; ++v) named_as[v] = static_cast<ValueId>(v);
+  for (size_t e = 0; e < ne; ++e) {
     const ir::Equation& eq = J.equations[e];
-    bool used = false;
-    for (ValueId v : eq.outputs) used = used || needed[static_cast<size_t>(v)];
-    if (!used) continue;
-    RematDecision::Kind kind = eq.decision.kind == RematDecision::Kind::none ? spec.default_kind : eq.decision.kind;
-    if (eq_invariant[e] || kind == RematDecision::Kind::recompute) {
-      recompute[e] = 1;
-      for (ValueId v : eq.inputs) needed[static_cast<size_t>(v)] = 1;
+    if (eq.prim != Primitive::checkpoint_name || backward[e] || eq_invariant[e] ||
+        kind_of(eq) == RematDecision::Kind::recompute)
       continue;
-    }
-    for (auto it = eq.outputs.rbegin(); it != eq.outputs.rend(); ++it) {
-      if (!needed[static_cast<size_t>(*it)]) continue;
-      PartitionResidual r;
-      r.value = *it;
-      r.offloaded = kind == RematDecision::Kind::offload && eq.decision.dst != J.type(*it).kind;
-      r.dst = eq.decision.dst;
-      computed.push_back(r);
-    }
+    named_as[static_cast<size_t>(eq.inputs[0])] = eq.outputs[0];
+    named_at[static_cast<size_t>(eq.inputs[0])] = e;
   }
+  // What a reader at equation `reader` reads for v. A recomputed forward equation takes a name only
+  // when the name comes before it, so that the sweep below still decides the name's equation.
+  auto read_as = [&](ValueId v, size_t reader = std::numeric_limits<size_t>::max()) {
+    while (named_as[static_cast<size_t>(v)] != v && named_at[static_cast<size_t>(v)] < reader)
+      v = named_as[static_cast<size_t>(v)];
+    return v;
+  };
+
+  // What the backward part reads, then what each forward equation's decision makes of it. A
+  // deferred equation runs in the backward part instead of the forward one (see below).
+  std::vector<char> needed, recompute;
+  std::vector<PartitionResidual> computed;  // residuals produced by forward equations, in reverse order
+  auto sweep = [&](const std::vector<char>& defer) {
+    needed.assign(nv, 0);
+    recompute.assign(ne, 0);
+    computed.clear();
+    for (size_t e = 0; e < ne; ++e)
+      if (backward[e])
+        for (ValueId v : J.equations[e].inputs) needed[static_cast<size_t>(read_as(v))] = 1;
+    for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i) needed[static_cast<size_t>(read_as(J.outputs[i]))] = 1;
+    for (size_t e = ne; e-- > 0;) {
+      if (backward[e]) continue;
+      const ir::Equation& eq = J.equations[e];
+      bool used = false;
+      for (ValueId v : eq.outputs) used = used || needed[static_cast<size_t>(v)];
+      if (!used) continue;
+      RematDecision::Kind kind = kind_of(eq);
+      if (eq_invariant[e] || kind == RematDecision::Kind::recompute || defer[e]) {
+        recompute[e] = 1;
+        for (ValueId v : eq.inputs) needed[static_cast<size_t>(read_as(v, e))] = 1;
+        continue;
+      }
+      for (auto it = eq.outputs.rbegin(); it != eq.outputs.rend(); ++it) {
+        if (!needed[static_cast<size_t>(*it)]) continue;
+        PartitionResidual r;
+        r.value = *it;
+        r.offloaded = kind == RematDecision::Kind::offload && eq.decision.dst != J.type(*it).kind;
+        r.dst = eq.decision.dst;
+        computed.push_back(r);
+      }
+    }
+  };
+  sweep(std::vector<char>(ne, 0));
+  auto kept = [&](ValueId v) { return needed[static_cast<size_t>(read_as(v))] != 0; };
+  std::vector<char> deferred = deferrable(J, spec, backward, eq_invariant, kept, [&](const ir::Equation& eq) {
+    RematDecision::Kind kind = spec.defer_default_saves ? kind_of(eq) : eq.decision.kind;
+    return kind == RematDecision::Kind::save && eq.prim != Primitive::checkpoint_name;
+  });
+  if (std::find(deferred.begin(), deferred.end(), 1) != deferred.end()) sweep(deferred);
+
   Partition result;
   for (size_t i = 0; i < spec.num_primal_inputs; ++i)
     if (needed[static_cast<size_t>(J.inputs[i])]) result.residuals.push_back({J.inputs[i], static_cast<int>(i), false, {}});
@@ -160,13 +293,20 @@ Partition partition(const PartitionSpec& spec) {
     bwd.program().equations.back().rematerialized = true;  // the fetch belongs to the backward pass
     bwd.bind(value, back);
   }
+  // Readers of a named value read the name (a recomputed one that runs before the name was decided
+  // reads the original, which is then recomputed and rebinds it: the same numbers).
+  for (size_t v = 0; v < nv; ++v) {
+    ValueId named = read_as(static_cast<ValueId>(v));
+    if (named != static_cast<ValueId>(v) && needed[static_cast<size_t>(named)]) bwd.bind(static_cast<ValueId>(v), bwd.map(named));
+  }
   for (size_t e = 0; e < ne; ++e) {
     if (!backward[e] && !recompute[e]) continue;
     ir::Equation& copy = bwd.copy(J.equations[e]);
     copy.decision = {};
-    if (recompute[e]) copy.rematerialized = spec.prevent_cse;
+    if (recompute[e] && !deferred[e]) copy.rematerialized = spec.prevent_cse;
   }
-  for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i) bwd.program().outputs.push_back(bwd.map(J.outputs[i]));
+  for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i)
+    bwd.program().outputs.push_back(bwd.map(read_as(J.outputs[i])));
   result.backward = bwd.finish();
   return result;
 }

@@ -11,6 +11,9 @@
 // - recomputed: its equation is copied into the backward program (marked rematerialized when
 //   prevent_cse), and what it reads is needed in turn.
 // Loop-invariant values (functions of invariant inputs and literals only) are always recomputed.
+// Where the backward part reads a value that a checkpoint_name names and the name's decision keeps
+// (saved or offloaded), it reads the named value instead: the same numbers, so the policy's choice
+// is the one that takes effect and the original is not recomputed.
 #pragma once
 
 #include <memory>
@@ -27,6 +30,11 @@ struct PartitionSpec {
   std::vector<char> invariant_inputs;  // per primal input; empty: none
   ir::RematDecision::Kind default_kind = ir::RematDecision::Kind::save;
   bool prevent_cse = true;
+  // Work only the backward part reads (a VJP rule's, on primal values) moves to the backward part
+  // when that keeps fewer bytes (see partition.cpp): always for equations a policy decided to save;
+  // for those saved by default only when this is set (a scan's default would otherwise trade
+  // stacked residuals for temporaries of its backward body, which is not always a gain).
+  bool defer_default_saves = false;
 };
 
 struct PartitionResidual {

@@ -1,13 +1,16 @@
 // saved_residuals: what the backward pass of a function keeps, found the way differentiation finds
 // it (the joint program, partitioned with everything the backward part reads saved), and described
-// by where each value came from.
+// by where each value came from; then the names a checkpoint policy saves or offloads that no
+// backward pass reads (recorded while differentiating, unused_names.h), as "unused".
 #include <fmt/format.h>
 
 #include "ferry/checkpoint.h"
 #include "ferry/error.h"
 #include "transforms/emit.h"
 #include "transforms/linearize.h"
+#include "trace/tracer.h"
 #include "transforms/partition.h"
+#include "transforms/unused_names.h"
 
 namespace ferry {
 namespace {
@@ -74,6 +77,8 @@ namespace detail {
 
 std::vector<Residual> residuals_impl(const std::function<std::vector<Tensor>(const std::vector<Tensor>&)>& fn,
                                      const std::vector<Tensor>& args) {
+  detail::Tracer& session = current_tracer("saved_residuals");
+  const size_t first_record = session.named_decisions().size();
   std::vector<ir::Type> types;
   for (const Tensor& a : args) types.push_back(transforms::type_of(a));
   transforms::ClosedProgram closed = transforms::trace_closed("f", types, fn);
@@ -83,6 +88,7 @@ std::vector<Residual> residuals_impl(const std::function<std::vector<Tensor>(con
   spec.joint = &J;
   spec.num_primal_inputs = closed.program->inputs.size();
   spec.num_primal_outputs = closed.program->outputs.size();
+  spec.defer_default_saves = true;  // as the compiled program computes that work: in the backward pass
   transforms::Partition part = transforms::partition(spec);
   std::vector<Residual> out;
   for (const transforms::PartitionResidual& r : part.residuals) {
@@ -97,6 +103,15 @@ std::vector<Residual> residuals_impl(const std::function<std::vector<Tensor>(con
       res.source = describe(J, r.value, nullptr, offloaded);
       res.decision = offloaded ? "offloaded" : "saved";
     }
+    out.push_back(std::move(res));
+  }
+  const auto& records = session.named_decisions();
+  std::vector<transforms::NamedDecision> mine(records.begin() + static_cast<std::ptrdiff_t>(first_record), records.end());
+  for (const transforms::NamedDecision& d : transforms::unneeded_names(mine)) {
+    Residual res;
+    res.type = {d.type.shape, d.type.dtype, d.type.kind};
+    res.decision = "unused";
+    res.source = transforms::unneeded_description(d);
     out.push_back(std::move(res));
   }
   return out;

@@ -32,6 +32,32 @@ TEST(MemoryPlan, ReusesDeadBuffersAndWritesInPlace) {
   EXPECT_EQ(s.host_temp_size_in_bytes, 0);
 }
 
+TEST(MemoryPlan, AnOutputTakesTheInPlaceChainThatEndsInIt) {
+  // sin's result dies in cos, which writes the output in place: both live in the output's own
+  // allocation, and the arena is empty.
+  auto chain = ir::parse(
+      "program @main(%0: f32[16]) {\n"
+      "  %1 = sin %0 : f32[16]\n"
+      "  %2 = cos %1 : f32[16]\n"
+      "  return %2\n"
+      "}\n");
+  auto plan = plan_memory(*chain, false);
+  EXPECT_EQ(plan->slots[1].where, Slot::Where::external_output);
+  EXPECT_EQ(plan->arena_size[kind_index(MemoryKind::device)], 0);
+  // Read by two equations, sin's result may die at either, depending on the order: it stays a
+  // temporary, so every order has the same buffers (optimal_schedule.h).
+  auto shared = ir::parse(
+      "program @main(%0: f32[16]) {\n"
+      "  %1 = sin %0 : f32[16]\n"
+      "  %2 = exp %1 : f32[16]\n"
+      "  %3 = reduce_sum[axes=[0]] %2 : f32[]\n"
+      "  %4 = cos %1 : f32[16]\n"
+      "  return %4, %3\n"
+      "}\n");
+  auto kept = plan_memory(*shared, false);
+  EXPECT_EQ(kept->slots[1].where, Slot::Where::arena);
+}
+
 TEST(MemoryPlan, AlignmentPaddingIsTemporary) {
   // f32[3] temporaries take 64 B each in the arena: the padding is in temp, so the fields add up.
   auto p = ir::parse(

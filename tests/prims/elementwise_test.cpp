@@ -75,6 +75,20 @@ TEST(Binary, RejectsShapeMismatchWithoutImplicitBroadcast) {
   }
 }
 
+// A rank-0 operand beside a larger one is read as a splat (the simplify pass makes these); any other
+// difference in shape still needs an explicit broadcast.
+TEST(Binary, RankZeroOperandTakesTheOtherShape) {
+  for (P p : {P::add, P::sub, P::mul, P::div, P::max, P::min, P::pow}) {
+    EXPECT_EQ(out1(p, kNone, {"f32[]", "f32[2,3]"}), "f32[2,3]") << name_of(p);
+    EXPECT_EQ(out1(p, kNone, {"i32[4]", "i32[]"}), "i32[4]") << name_of(p);
+    EXPECT_EQ(out1(p, kNone, {"f16[]{pinned_host}", "f16[4]{pinned_host}"}), "f16[4]{pinned_host}") << name_of(p);
+    EXPECT_THAT(rejected(p, kNone, {"f32[]", "f64[2]"}), HasSubstr("operand dtypes differ: f32 and f64"));
+    EXPECT_THAT(rejected(p, kNone, {"f32[1]", "f32[2]"}), HasSubstr("operand shapes differ: [1] and [2]"));
+    EXPECT_THAT(rejected(p, kNone, {"f32[]", "f32[2]{pinned_host}"}), HasSubstr("different memory kinds"));
+  }
+  EXPECT_THAT(rejected(P::add, kNone, {"bool[]", "bool[2]"}), HasSubstr("not defined for bool operands"));
+}
+
 TEST(Binary, RejectsDtypeMismatchAndBool) {
   for (P p : {P::add, P::sub, P::mul, P::div, P::max, P::min, P::pow}) {
     EXPECT_EQ(rejected(p, kNone, {"f32[2]", "i32[2]"}),
@@ -116,10 +130,30 @@ TEST(Compare, RejectsMismatchedOperands) {
   }
 }
 
+TEST(Compare, RankZeroOperandTakesTheOtherShape) {
+  for (P p : {P::eq, P::ne, P::lt, P::le, P::gt, P::ge}) {
+    EXPECT_EQ(out1(p, kNone, {"f32[2,3]", "f32[]"}), "bool[2,3]") << name_of(p);
+    EXPECT_EQ(out1(p, kNone, {"i32[]", "i32[5]"}), "bool[5]") << name_of(p);
+  }
+  EXPECT_THAT(rejected(P::lt, kNone, {"bool[]", "bool[2]"}), HasSubstr("ordering comparisons are not defined"));
+}
+
 TEST(Select, TakesTheBranchType) {
   EXPECT_EQ(out1(P::select, kNone, {"bool[2,3]", "f32[2,3]", "f32[2,3]"}), "f32[2,3]");
   EXPECT_EQ(out1(P::select, kNone, {"bool[]", "i32[]", "i32[]"}), "i32[]");
   EXPECT_EQ(out1(P::select, kNone, {"bool[2]", "bool[2]", "bool[2]"}), "bool[2]");
+}
+
+TEST(Select, RankZeroOperandsTakeTheOtherShape) {
+  EXPECT_EQ(out1(P::select, kNone, {"bool[]", "f32[2,3]", "f32[2,3]"}), "f32[2,3]");
+  EXPECT_EQ(out1(P::select, kNone, {"bool[2,3]", "f32[]", "f32[2,3]"}), "f32[2,3]");
+  EXPECT_EQ(out1(P::select, kNone, {"bool[2,3]", "f32[2,3]", "f32[]"}), "f32[2,3]");
+  EXPECT_EQ(out1(P::select, kNone, {"bool[2,3]", "f32[]", "f32[]"}), "f32[2,3]");
+  EXPECT_EQ(out1(P::select, kNone, {"bool[]", "f32[]", "f32[4]"}), "f32[4]");
+  EXPECT_THAT(rejected(P::select, kNone, {"bool[3]", "f32[]", "f32[2]"}),
+              HasSubstr("predicate shape [3] differs from the operands' shape [2]"));
+  EXPECT_THAT(rejected(P::select, kNone, {"bool[]", "f32[3]", "f32[2]"}),
+              HasSubstr("on_true and on_false shapes differ: [3] and [2]"));
 }
 
 TEST(Select, RejectsBadOperands) {

@@ -35,11 +35,47 @@ auto grad_program(const RandomProgram& p, bool checkpoints) {
 }
 
 // Both NaN, both the same infinity, or within tolerance of the scale.
-bool close(double got, double want, double scale) {
+bool close(double got, double want, double scale, double tolerance = kGradientTolerance) {
   if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
   if (got == want) return true;
-  return std::abs(got - want) <= kGradientTolerance * scale;
+  return std::abs(got - want) <= tolerance * scale;
 }
+
+// Whether the program rounds a value through f32 (a convert there and back).
+bool rounds_through_f32(const Block& b) {
+  for (const Op& op : b.ops)
+    if ((op.kind == OpKind::unary && op.code == 10) || (op.body && rounds_through_f32(*op.body))) return true;
+  return false;
+}
+
+// The gradient of h(xs) = sum over every argument of sum(grad(loss)(xs)): second-order
+// differentiation through everything the program holds (scans, checkpoints, offloads).
+auto second_order_program(const RandomProgram& p, bool checkpoints) {
+  return jit([&p, checkpoints](std::vector<Tensor> xs) {
+    return grad([&p, checkpoints](const std::vector<Tensor>& ys) {
+      std::vector<Tensor> g = grad([&p, checkpoints](const std::vector<Tensor>& zs) { return emit_loss(p, zs, checkpoints); })(ys);
+      Tensor total = sum(g[0]);
+      for (size_t i = 1; i < g.size(); ++i) total = total + sum(g[i]);
+      return total;
+    })(xs);
+  }, "random_second_order");
+}
+
+// "" when each gradient is within tolerance of the one wanted, else where it is not.
+std::string gradient_difference(const std::vector<Array>& got, const std::vector<Array>& want, bool* identical = nullptr,
+                                double tolerance = kGradientTolerance) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    std::vector<double> g = got.at(i).to_vector<double>(), w = want[i].to_vector<double>();
+    double scale = 1;
+    for (double x : w) scale = std::isfinite(x) ? std::max(scale, std::abs(x)) : scale;
+    if (identical) *identical = *identical && got[i].equals(want[i]);
+    for (size_t j = 0; j < w.size(); ++j)
+      if (!close(g[j], w[j], scale, tolerance))
+        return fmt::format("argument {} element {}: {} with checkpoints, {} without (scale {})", i, j, g[j], w[j], scale);
+  }
+  return "";
+}
+
 
 std::optional<Failure> check(const RandomProgram& p, CheckStats* stats) {
   std::vector<Array> args = testing::random_f64(p.arguments, p.seed);
@@ -86,16 +122,19 @@ std::optional<Failure> check(const RandomProgram& p, CheckStats* stats) {
 
     stage = "gradients equal the program's without checkpoints";
     bool identical = true;
-    for (size_t i = 0; i < want.size(); ++i) {
-      std::vector<double> g = got.at(i).to_vector<double>(), w = want[i].to_vector<double>();
-      double scale = 1;
-      for (double x : w) scale = std::isfinite(x) ? std::max(scale, std::abs(x)) : scale;
-      identical = identical && got[i].equals(want[i]);
-      for (size_t j = 0; j < w.size(); ++j)
-        if (!close(g[j], w[j], scale))
-          return Failure{stage, fmt::format("argument {} element {}: {} with checkpoints, {} without (scale {})", i, j,
-                                            g[j], w[j], scale)};
-    }
+    if (std::string d = gradient_difference(got, want, &identical); !d.empty()) return Failure{stage, d};
+
+    stage = "second-order gradients compile and run";
+    Compiled second = second_order_program(p, true).lower(args).compile();
+    std::vector<Array> second_got = second.run(args);
+    if (std::string d = testing::high_water_mismatch(second); !d.empty())
+      return Failure{"measured high-water marks equal the planned peaks (second order)", d};
+    std::vector<Array> second_want = second_order_program(p, false).lower(args).compile().run(args);
+    stage = "second-order gradients equal the program's without checkpoints";
+    // The derivative of a convert rounds its cotangent, and the two programs' first-order
+    // gradients (identical values) are differentiated along paths that round at different places.
+    double tolerance = rounds_through_f32(p.main) ? kF32GradientTolerance : kGradientTolerance;
+    if (std::string d = gradient_difference(second_got, second_want, nullptr, tolerance); !d.empty()) return Failure{stage, d};
     if (stats) {
       ++stats->programs;
       stats->bit_identical += identical;

@@ -22,7 +22,8 @@ struct Failure {
 // peaks; the program parsed back from text computes bit-identical gradients; and the gradients
 // equal those of the same program with every checkpoint inlined, within kGradientTolerance of the
 // largest gradient entry (at least 1) of each argument, since recomputation may reorder the sums
-// of cotangents. Returns the first property that fails.
+// of cotangents. Then the same for second-order gradients (the gradient of the sum of the
+// gradients), with and without checkpoints. Returns the first property that fails.
 // `stats`, if given, counts what the checked programs exercised.
 struct CheckStats {
   int programs = 0;
@@ -32,6 +33,8 @@ struct CheckStats {
 std::optional<Failure> check_properties(const RandomProgram& p, CheckStats* stats = nullptr);
 
 inline constexpr double kGradientTolerance = 1e-12;
+// Second order where the program rounds through f32 (see properties.cpp).
+inline constexpr double kF32GradientTolerance = 1e-5;
 
 // The smallest program of the same seed family that still fails `fails`: first the smallest size
 // that fails, then ops removed one at a time (a removed op's uses take an earlier value of the same

@@ -184,6 +184,32 @@ TEST(BinaryKernel, ZeroSizeAndRankZero) {
   }
 }
 
+// `s` (rank 0) written out in full: what the simplify pass saves materializing.
+Buffer broadcast_of(const Buffer& s, const Shape& shape) {
+  Buffer b(s.dtype(), shape);
+  for (int64_t i = 0; i < b.size(); ++i) b.set(i, s.get(0));
+  return b;
+}
+
+// A rank-0 operand is read at stride 0: the result has the same bits as with the operand broadcast
+// in full, on either side, for every dtype and op (lengths past one half-float chunk).
+TEST(BinaryKernel, RankZeroOperandGivesTheBitsOfItsBroadcast) {
+  const Shape shape{3, 101};
+  for (DType d : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32})
+    for (P p : kBinary) {
+      Buffer full = random_buffer(d, shape, p == P::pow ? 0.1 : -4, 4);
+      Buffer s = random_buffer(d, {}, p == P::pow ? -2 : -4, p == P::pow ? 2 : 4);
+      Buffer wide = broadcast_of(s, shape);
+      std::string what = fmt::format("{} {}", primitive_name(p), name(d));
+      EXPECT_TRUE(run1(p, ir::NoParams{}, {&s, &full}, d, shape).same_bytes(run1(p, ir::NoParams{}, {&wide, &full}, d, shape)))
+          << what << " (scalar first)";
+      EXPECT_TRUE(run1(p, ir::NoParams{}, {&full, &s}, d, shape).same_bytes(run1(p, ir::NoParams{}, {&full, &wide}, d, shape)))
+          << what << " (scalar second)";
+    }
+  Buffer a = filled(DType::boolean, {4}, {0, 1, 0, 1}), one = filled(DType::boolean, {}, {1});
+  expect_close(run1(P::mul, ir::NoParams{}, {&a, &one}, DType::boolean, {4}), {0, 1, 0, 1}, "bool and");
+}
+
 const std::vector<P> kCompare{P::eq, P::ne, P::lt, P::le, P::gt, P::ge};
 
 bool ref_compare(P p, double a, double b) {
@@ -208,6 +234,22 @@ TEST(CompareKernel, EveryOpOnEveryDtype) {
       std::vector<double> want;
       for (int64_t i = 0; i < a.size(); ++i) want.push_back(ref_compare(p, a.get(i), b.get(i)));
       expect_close(y, want, fmt::format("{} {}", primitive_name(p), name(d)));
+    }
+}
+
+TEST(CompareKernel, RankZeroOperandGivesTheBitsOfItsBroadcast) {
+  for (DType d : all_dtypes())
+    for (P p : kCompare) {
+      Buffer full = random_buffer(d, {2, 70});
+      Buffer s = filled(d, {}, {full.get(3)});  // some elements tie
+      Buffer wide = broadcast_of(s, {2, 70});
+      std::string what = fmt::format("{} {}", primitive_name(p), name(d));
+      EXPECT_TRUE(run1(p, ir::NoParams{}, {&s, &full}, DType::boolean, {2, 70})
+                      .same_bytes(run1(p, ir::NoParams{}, {&wide, &full}, DType::boolean, {2, 70})))
+          << what;
+      EXPECT_TRUE(run1(p, ir::NoParams{}, {&full, &s}, DType::boolean, {2, 70})
+                      .same_bytes(run1(p, ir::NoParams{}, {&full, &wide}, DType::boolean, {2, 70})))
+          << what;
     }
 }
 
@@ -240,6 +282,21 @@ TEST(SelectKernel, ScalarPredicateChoosesAWholeOperand) {
     Buffer y = run1(P::select, ir::NoParams{}, {&pred, &t, &f}, DType::f32, {4, 5});
     EXPECT_TRUE(y.same_bytes(v ? t : f));
   }
+}
+
+// Every combination of rank-0 and full operands gives the bits of the fully broadcast select.
+TEST(SelectKernel, RankZeroOperandsGiveTheBitsOfTheirBroadcasts) {
+  const Shape shape{3, 17};
+  for (DType d : all_dtypes())
+    for (int mask = 1; mask < 8; ++mask) {
+      Buffer pred = random_buffer(DType::boolean, shape), t = random_buffer(d, shape), f = random_buffer(d, shape);
+      Buffer ps = filled(DType::boolean, {}, {static_cast<double>(mask % 3 == 0)}), ts = random_buffer(d, {}), fs = random_buffer(d, {});
+      Buffer pw = broadcast_of(ps, shape), tw = broadcast_of(ts, shape), fw = broadcast_of(fs, shape);
+      const bool sp = mask & 4, st = mask & 2, sf = mask & 1;
+      Buffer got = run1(P::select, ir::NoParams{}, {sp ? &ps : &pred, st ? &ts : &t, sf ? &fs : &f}, d, shape);
+      Buffer want = run1(P::select, ir::NoParams{}, {sp ? &pw : &pred, st ? &tw : &t, sf ? &fw : &f}, d, shape);
+      EXPECT_TRUE(got.same_bytes(want)) << "select " << name(d) << " scalar mask " << mask;
+    }
 }
 
 TEST(SelectKernel, ZeroSize) {

@@ -1,7 +1,9 @@
 // Elementwise kernels: unary math, binary arithmetic, comparisons and select. Operands and result
-// have the same number of elements (the tracer inserts broadcast_in_dim). Loops are plain so the
-// compiler vectorises them; f16 and bf16 are widened to float a chunk at a time, computed, and
-// rounded once per result.
+// have the same number of elements (the tracer inserts broadcast_in_dim), except that an operand of a
+// binary op, comparison or select may be rank-0: it is read with stride 0 (the simplify pass leaves
+// scalars unbroadcast). Loops are plain so the compiler vectorises them, one instantiation per
+// combination of strides; f16 and bf16 are widened to float a chunk at a time, computed, and rounded
+// once per result.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -30,21 +32,32 @@ template <class T, class Op> void map1(const T* x, T* y, int64_t n, Op op) {
   }
 }
 
-template <class T, class R, class Op> void map2(const T* x, const T* z, R* y, int64_t n, Op op) {
+// Operand strides are compile-time (SX, SZ: 1 reads element i, 0 reads element 0 every time) so
+// that each combination vectorises like the plain loop.
+template <int SX, int SZ, class T, class R, class Op> void map2_strided(const T* x, const T* z, R* y, int64_t n, Op op) {
   if constexpr (is_half_v<T>) {
     using Out = decltype(op(0.0f, 0.0f));
     float a[kChunk], b[kChunk];
     Out c[kChunk];
     for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
       const int64_t m = std::min(kChunk, n - i0);
-      for (int64_t j = 0; j < m; ++j) a[j] = load(x[i0 + j]);
-      for (int64_t j = 0; j < m; ++j) b[j] = load(z[i0 + j]);
+      for (int64_t j = 0; j < m; ++j) a[j] = load(x[(i0 + j) * SX]);
+      for (int64_t j = 0; j < m; ++j) b[j] = load(z[(i0 + j) * SZ]);
       for (int64_t j = 0; j < m; ++j) c[j] = op(a[j], b[j]);
       for (int64_t j = 0; j < m; ++j) y[i0 + j] = store<R>(c[j]);
     }
   } else {
-    for (int64_t i = 0; i < n; ++i) y[i] = op(x[i], z[i]);
+    for (int64_t i = 0; i < n; ++i) y[i] = op(x[i * SX], z[i * SZ]);
   }
+}
+
+// y[i] = op(x[i], z[i]); an operand with one element (`x_scalar`, `z_scalar`) is read at stride 0.
+template <class T, class R, class Op>
+void map2(const T* x, bool x_scalar, const T* z, bool z_scalar, R* y, int64_t n, Op op) {
+  if (x_scalar && z_scalar) return map2_strided<0, 0>(x, z, y, n, op);
+  if (x_scalar) return map2_strided<0, 1>(x, z, y, n, op);
+  if (z_scalar) return map2_strided<1, 0>(x, z, y, n, op);
+  map2_strided<1, 1>(x, z, y, n, op);
 }
 
 // Two's-complement wrap-around, as XLA does, without signed-overflow UB.
@@ -105,55 +118,57 @@ void unary_int(const ir::Equation& eq, const int32_t* x, int32_t* y, int64_t n) 
   }
 }
 
-template <class T> void binary_float(const ir::Equation& eq, const T* a, const T* b, T* y, int64_t n) {
+template <class T>
+void binary_float(const ir::Equation& eq, const T* a, bool sa, const T* b, bool sb, T* y, int64_t n) {
   using C = compute_t<T>;
   using P = Primitive;
   switch (eq.prim) {
-    case P::add: return map2(a, b, y, n, [](C p, C q) { return p + q; });
-    case P::sub: return map2(a, b, y, n, [](C p, C q) { return p - q; });
-    case P::mul: return map2(a, b, y, n, [](C p, C q) { return p * q; });
-    case P::div: return map2(a, b, y, n, [](C p, C q) { return p / q; });
-    case P::max: return map2(a, b, y, n, [](C p, C q) { return max_nan(p, q); });
-    case P::min: return map2(a, b, y, n, [](C p, C q) { return min_nan(p, q); });
-    case P::pow: return map2(a, b, y, n, [](C p, C q) { return std::pow(p, q); });
+    case P::add: return map2(a, sa, b, sb, y, n, [](C p, C q) { return p + q; });
+    case P::sub: return map2(a, sa, b, sb, y, n, [](C p, C q) { return p - q; });
+    case P::mul: return map2(a, sa, b, sb, y, n, [](C p, C q) { return p * q; });
+    case P::div: return map2(a, sa, b, sb, y, n, [](C p, C q) { return p / q; });
+    case P::max: return map2(a, sa, b, sb, y, n, [](C p, C q) { return max_nan(p, q); });
+    case P::min: return map2(a, sa, b, sb, y, n, [](C p, C q) { return min_nan(p, q); });
+    case P::pow: return map2(a, sa, b, sb, y, n, [](C p, C q) { return std::pow(p, q); });
     default: kernel_bug(eq, "not a binary primitive");
   }
 }
 
-void binary_int(const ir::Equation& eq, const int32_t* a, const int32_t* b, int32_t* y, int64_t n) {
+void binary_int(const ir::Equation& eq, const int32_t* a, bool sa, const int32_t* b, bool sb, int32_t* y, int64_t n) {
   using P = Primitive;
   switch (eq.prim) {
-    case P::add: return map2(a, b, y, n, [](int32_t p, int32_t q) { return wrap(u(p) + u(q)); });
-    case P::sub: return map2(a, b, y, n, [](int32_t p, int32_t q) { return wrap(u(p) - u(q)); });
-    case P::mul: return map2(a, b, y, n, [](int32_t p, int32_t q) { return wrap(u(p) * u(q)); });
-    case P::div: return map2(a, b, y, n, int_div);
-    case P::max: return map2(a, b, y, n, [](int32_t p, int32_t q) { return std::max(p, q); });
-    case P::min: return map2(a, b, y, n, [](int32_t p, int32_t q) { return std::min(p, q); });
-    case P::pow: return map2(a, b, y, n, int_pow);
+    case P::add: return map2(a, sa, b, sb, y, n, [](int32_t p, int32_t q) { return wrap(u(p) + u(q)); });
+    case P::sub: return map2(a, sa, b, sb, y, n, [](int32_t p, int32_t q) { return wrap(u(p) - u(q)); });
+    case P::mul: return map2(a, sa, b, sb, y, n, [](int32_t p, int32_t q) { return wrap(u(p) * u(q)); });
+    case P::div: return map2(a, sa, b, sb, y, n, int_div);
+    case P::max: return map2(a, sa, b, sb, y, n, [](int32_t p, int32_t q) { return std::max(p, q); });
+    case P::min: return map2(a, sa, b, sb, y, n, [](int32_t p, int32_t q) { return std::min(p, q); });
+    case P::pow: return map2(a, sa, b, sb, y, n, int_pow);
     default: kernel_bug(eq, "not a binary primitive");
   }
 }
 
 // bool arithmetic as in XLA's PRED: add and max are "or", mul and min are "and".
-void binary_bool(const ir::Equation& eq, const uint8_t* a, const uint8_t* b, uint8_t* y, int64_t n) {
+void binary_bool(const ir::Equation& eq, const uint8_t* a, bool sa, const uint8_t* b, bool sb, uint8_t* y, int64_t n) {
   using P = Primitive;
   switch (eq.prim) {
-    case P::add: case P::max: return map2(a, b, y, n, [](uint8_t p, uint8_t q) { return uint8_t(p | q); });
-    case P::mul: case P::min: return map2(a, b, y, n, [](uint8_t p, uint8_t q) { return uint8_t(p & q); });
+    case P::add: case P::max: return map2(a, sa, b, sb, y, n, [](uint8_t p, uint8_t q) { return uint8_t(p | q); });
+    case P::mul: case P::min: return map2(a, sa, b, sb, y, n, [](uint8_t p, uint8_t q) { return uint8_t(p & q); });
     default: unsupported_dtype(eq, DType::boolean);
   }
 }
 
-template <class T> void compare_typed(const ir::Equation& eq, const T* a, const T* b, bool* y, int64_t n) {
+template <class T>
+void compare_typed(const ir::Equation& eq, const T* a, bool sa, const T* b, bool sb, bool* y, int64_t n) {
   using C = compute_t<T>;
   using P = Primitive;
   switch (eq.prim) {
-    case P::eq: return map2(a, b, y, n, [](C p, C q) { return p == q; });
-    case P::ne: return map2(a, b, y, n, [](C p, C q) { return p != q; });
-    case P::lt: return map2(a, b, y, n, [](C p, C q) { return p < q; });
-    case P::le: return map2(a, b, y, n, [](C p, C q) { return p <= q; });
-    case P::gt: return map2(a, b, y, n, [](C p, C q) { return p > q; });
-    case P::ge: return map2(a, b, y, n, [](C p, C q) { return p >= q; });
+    case P::eq: return map2(a, sa, b, sb, y, n, [](C p, C q) { return p == q; });
+    case P::ne: return map2(a, sa, b, sb, y, n, [](C p, C q) { return p != q; });
+    case P::lt: return map2(a, sa, b, sb, y, n, [](C p, C q) { return p < q; });
+    case P::le: return map2(a, sa, b, sb, y, n, [](C p, C q) { return p <= q; });
+    case P::gt: return map2(a, sa, b, sb, y, n, [](C p, C q) { return p > q; });
+    case P::ge: return map2(a, sa, b, sb, y, n, [](C p, C q) { return p >= q; });
     default: kernel_bug(eq, "not a comparison");
   }
 }
@@ -166,12 +181,38 @@ void expect_same_count(const ir::Equation& eq, std::span<const ConstView> inputs
                                  ir::to_string(*out.type)));
 }
 
-template <class E> void select_typed(const uint8_t* p, int64_t pn, const E* t, const E* f, E* y, int64_t n) {
-  if (pn == 1 && n > 1) {
+// As expect_same_count, but a rank-0 operand (read with stride 0) is allowed too.
+void expect_same_count_or_scalar(const ir::Equation& eq, std::span<const ConstView> inputs, const MutView& out) {
+  const int64_t n = out.type->num_elements();
+  for (const ConstView& in : inputs)
+    if (in.type->num_elements() != n && in.type->rank() != 0)
+      kernel_bug(eq, fmt::format("operand {} is neither rank-0 nor the size of the result {}", ir::to_string(*in.type),
+                                 ir::to_string(*out.type)));
+}
+
+bool is_scalar(const ConstView& v) { return v.type->num_elements() == 1; }
+
+// The stride pattern is a template argument for the same reason as in map2.
+template <int SP, int ST, int SF, class E>
+void select_strided(const uint8_t* p, const E* t, const E* f, E* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = p[i * SP] ? t[i * ST] : f[i * SF];
+}
+
+template <class E> void select_typed(const uint8_t* p, bool sp, const E* t, bool st, const E* f, bool sf, E* y, int64_t n) {
+  if (sp && n > 1 && !st && !sf) {  // one predicate for all: a plain copy of one branch
     std::memcpy(y, p[0] ? t : f, static_cast<size_t>(n) * sizeof(E));
     return;
   }
-  for (int64_t i = 0; i < n; ++i) y[i] = p[i] ? t[i] : f[i];
+  switch ((sp ? 4 : 0) | (st ? 2 : 0) | (sf ? 1 : 0)) {
+    case 0: return select_strided<1, 1, 1>(p, t, f, y, n);
+    case 1: return select_strided<1, 1, 0>(p, t, f, y, n);
+    case 2: return select_strided<1, 0, 1>(p, t, f, y, n);
+    case 3: return select_strided<1, 0, 0>(p, t, f, y, n);
+    case 4: return select_strided<0, 1, 1>(p, t, f, y, n);
+    case 5: return select_strided<0, 1, 0>(p, t, f, y, n);
+    case 6: return select_strided<0, 0, 1>(p, t, f, y, n);
+    default: return select_strided<0, 0, 0>(p, t, f, y, n);
+  }
 }
 
 }  // namespace
@@ -193,55 +234,57 @@ void unary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
 void binary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
                    std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 2);
-  expect_same_count(eq, inputs, outputs[0]);
+  expect_same_count_or_scalar(eq, inputs, outputs[0]);
   const DType t = inputs[0].type->dtype;
   if (inputs[1].type->dtype != t || outputs[0].type->dtype != t) kernel_bug(eq, "operand dtypes differ");
   const int64_t n = outputs[0].type->num_elements();
   visit_dtype(t, [&]<class T>(TypeTag<T>) {
     const auto* a = inputs[0].as<T>();
     const auto* b = inputs[1].as<T>();
-    if constexpr (is_float_v<T>) binary_float(eq, a, b, outputs[0].as<T>(), n);
-    else if constexpr (std::is_same_v<T, int32_t>) binary_int(eq, a, b, outputs[0].as<T>(), n);
-    else binary_bool(eq, inputs[0].as<uint8_t>(), inputs[1].as<uint8_t>(), outputs[0].as<uint8_t>(), n);
+    const bool sa = is_scalar(inputs[0]), sb = is_scalar(inputs[1]);
+    if constexpr (is_float_v<T>) binary_float(eq, a, sa, b, sb, outputs[0].as<T>(), n);
+    else if constexpr (std::is_same_v<T, int32_t>) binary_int(eq, a, sa, b, sb, outputs[0].as<T>(), n);
+    else binary_bool(eq, inputs[0].as<uint8_t>(), sa, inputs[1].as<uint8_t>(), sb, outputs[0].as<uint8_t>(), n);
   });
 }
 
 void compare_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
                     std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 2);
-  expect_same_count(eq, inputs, outputs[0]);
+  expect_same_count_or_scalar(eq, inputs, outputs[0]);
   const DType t = inputs[0].type->dtype;
   if (inputs[1].type->dtype != t || outputs[0].type->dtype != DType::boolean)
     kernel_bug(eq, "expects two operands of one dtype and a bool result");
   const int64_t n = outputs[0].type->num_elements();
   bool* y = outputs[0].as<bool>();
+  const bool sa = is_scalar(inputs[0]), sb = is_scalar(inputs[1]);
   visit_dtype(t, [&]<class T>(TypeTag<T>) {
     // bool operands are read as bytes so any stored byte compares as a number.
-    if constexpr (std::is_same_v<T, bool>) compare_typed(eq, inputs[0].as<uint8_t>(), inputs[1].as<uint8_t>(), y, n);
-    else compare_typed(eq, inputs[0].as<T>(), inputs[1].as<T>(), y, n);
+    if constexpr (std::is_same_v<T, bool>)
+      compare_typed(eq, inputs[0].as<uint8_t>(), sa, inputs[1].as<uint8_t>(), sb, y, n);
+    else compare_typed(eq, inputs[0].as<T>(), sa, inputs[1].as<T>(), sb, y, n);
   });
 }
 
-// select(pred, on_true, on_false); pred is bool of the result's shape, or a scalar.
+// select(pred, on_true, on_false); each operand has the result's shape or is rank-0.
 void select_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
                    std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 3);
-  expect_same_count(eq, inputs.subspan(1), outputs[0]);
+  expect_same_count_or_scalar(eq, inputs, outputs[0]);
   const int64_t n = outputs[0].type->num_elements();
-  const int64_t pn = inputs[0].type->num_elements();
-  if (pn != n && pn != 1) kernel_bug(eq, "predicate is neither a scalar nor the result's shape");
   if (inputs[0].type->dtype != DType::boolean) kernel_bug(eq, "predicate is not bool");
   const DType t = outputs[0].type->dtype;
   if (inputs[1].type->dtype != t || inputs[2].type->dtype != t) kernel_bug(eq, "branch dtypes differ");
   const auto* p = inputs[0].as<uint8_t>();
+  const bool sp = is_scalar(inputs[0]), st = is_scalar(inputs[1]), sf = is_scalar(inputs[2]);
+  auto run = [&]<class E>(TypeTag<E>) {
+    select_typed(p, sp, inputs[1].as<E>(), st, inputs[2].as<E>(), sf, outputs[0].as<E>(), n);
+  };
   switch (dtype_size(t)) {
-    case 1: return select_typed(p, pn, inputs[1].as<uint8_t>(), inputs[2].as<uint8_t>(), outputs[0].as<uint8_t>(), n);
-    case 2:
-      return select_typed(p, pn, inputs[1].as<uint16_t>(), inputs[2].as<uint16_t>(), outputs[0].as<uint16_t>(), n);
-    case 4:
-      return select_typed(p, pn, inputs[1].as<uint32_t>(), inputs[2].as<uint32_t>(), outputs[0].as<uint32_t>(), n);
-    case 8:
-      return select_typed(p, pn, inputs[1].as<uint64_t>(), inputs[2].as<uint64_t>(), outputs[0].as<uint64_t>(), n);
+    case 1: return run(TypeTag<uint8_t>{});
+    case 2: return run(TypeTag<uint16_t>{});
+    case 4: return run(TypeTag<uint32_t>{});
+    case 8: return run(TypeTag<uint64_t>{});
   }
   unsupported_dtype(eq, t);
 }
