@@ -50,8 +50,9 @@ void BM_FerryKernel(benchmark::State& state) {
   const runtime::ConstView in[] = {{lhs().data(), &lt}, {rhs().data(), &rt}};
   const runtime::MutView res[] = {{out.data(), &ot}};
   const runtime::KernelFn fn = runtime::cpu::kernel(Primitive::dot_general);
+  runtime::Workspace none;  // dense f32 operands are read in place
   for (auto _ : state) {
-    fn(eq, std::span<const ferry::runtime::ConstView>(in), std::span<const ferry::runtime::MutView>(res));
+    fn(eq, std::span<const ferry::runtime::ConstView>(in), std::span<const ferry::runtime::MutView>(res), none);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }

@@ -98,9 +98,10 @@ fy::CompileOptions compile_options(int64_t flag_limit) {
   return options;
 }
 
+// The compiled program first: the report names its equations by the %ids printed there.
 int memory(const std::string& path, int64_t limit) {
   fy::Compiled compiled = fy::parse_program(read_file(path)).compile(compile_options(limit));
-  fmt::print("{}", compiled.memory_report());
+  fmt::print("== the compiled program ==\n{}\n{}", compiled.as_text(), compiled.memory_report());
   return 0;
 }
 
@@ -113,10 +114,9 @@ int check(const std::string& path) {
 int run(const std::string& path, int64_t limit) {
   fy::Lowered lowered = fy::parse_program(read_file(path));
   fy::Compiled compiled = lowered.compile(compile_options(limit));
-  // Every input filled with ones of its type.
+  // Every input filled with ones of its type, in its memory kind.
   std::vector<fy::Array> args;
-  for (const auto& spec : compiled.input_specs()) args.push_back(fy::Array::allocate(spec.dtype, spec.shape, spec.kind));
-  for (auto& a : args) a = fy::full(a.shape(), 1.0, a.dtype());
+  for (const auto& spec : compiled.input_specs()) args.push_back(fy::ones(spec.shape, spec.dtype, spec.kind));
   std::vector<fy::Array> out = compiled.run(args);
   for (size_t i = 0; i < out.size(); ++i) fmt::print("output {}: {}\n", i, out[i].to_string());
   fy::ExecutionStats stats = compiled.execution_stats();

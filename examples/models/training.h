@@ -23,8 +23,10 @@ std::vector<std::string> gpt_names();       // query_proj ... mlpwo
 std::vector<std::string> scan_mlp_names();  // x
 
 // Adam training step of gpt: (params, m, v, step, tokens, targets) -> (loss, params, m, v, step).
+// With `donate`, the call consumes params, m, v and step (jit's donate_argnums) and writes their
+// updates into the same buffers, so they are not held twice during the step.
 Compiled compile_gpt_train_step(const GptConfig& c, const std::optional<Policy>& policy, int64_t device_limit = 0,
-                                double learning_rate = 3e-3);
+                                double learning_rate = 3e-3, bool donate = true);
 // Gradient step of scan_mlp: (x, w1, w2) -> (loss, dw1, dw2).
 Compiled compile_scan_mlp_grad(const ScanMlpConfig& c, const std::optional<Policy>& policy, int64_t device_limit = 0);
 
@@ -39,7 +41,8 @@ struct GptTrainer {
 };
 
 // What one compiled step costs: planned memory, the cost model's recompute and copies, and the
-// median wall time of `repeats` runs.
+// median wall time of `repeats` runs (each on fresh copies of `args`, made untimed, since a step
+// may consume donated arguments).
 struct StepReport {
   std::string policy;
   bool fits = true;

@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -12,7 +13,7 @@
 namespace ferry {
 
 namespace detail {
-struct Storage;  // owned bytes; the runtime may hand out storage that lives in one of its arenas
+struct Storage;  // the bytes, from the memory resource of the array's kind, which counts them
 }
 
 class Array {
@@ -35,10 +36,14 @@ class Array {
                           MemoryKind kind = MemoryKind::device);
   // Zero-filled storage of the given type.
   static Array allocate(DType dtype, Shape shape, MemoryKind kind = MemoryKind::device);
-  // An array over storage someone else owns (the runtime's arenas).
+  // An array over storage the runtime made (a compiled call's outputs).
   Array(std::shared_ptr<detail::Storage> storage, DType dtype, Shape shape, MemoryKind kind);
 
   bool defined() const { return storage_ != nullptr; }
+  // True once the array was donated to a compiled call (jit's donate_argnums): its buffer belongs
+  // to that call's output, and reading it (data(), to_vector(), ...) or passing it to another call
+  // is INVALID_ARGUMENT. Copies of an Array share its buffer, so they are donated with it.
+  bool is_deleted() const;
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
   int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
@@ -47,6 +52,8 @@ class Array {
   size_t nbytes() const { return static_cast<size_t>(size()) * dtype_size(dtype_); }
   const void* data() const;
   void* mutable_data();
+  // The buffer itself (shared by copies of this Array), for the runtime.
+  const std::shared_ptr<detail::Storage>& storage() const { return storage_; }
 
   // The elements, row-major. T must store the array's dtype exactly; f16 and bf16 arrays may also
   // be read as float. Anything else is INVALID_ARGUMENT.
@@ -71,6 +78,7 @@ class Array {
 
  private:
   void check_read(DType requested) const;
+  void check_not_donated(std::string_view what) const;
   std::vector<float> half_to_floats() const;
   template <class T> std::vector<T> as_floats_impl() const {
     if constexpr (std::is_same_v<T, float>) return half_to_floats();
@@ -83,8 +91,12 @@ class Array {
   MemoryKind kind_ = MemoryKind::device;
 };
 
-Array full(const Shape& shape, double value, DType dtype = DType::f32);
-Array ones(const Shape& shape, DType dtype = DType::f32);
-Array zeros(const Shape& shape, DType dtype = DType::f32);
+// Bytes of array data ferry holds now in `kind`: every live Array's buffer and the arenas of runs in
+// progress (each memory kind's resource counts what it hands out and gets back).
+int64_t bytes_in_use(MemoryKind kind);
+
+Array full(const Shape& shape, double value, DType dtype = DType::f32, MemoryKind kind = MemoryKind::device);
+Array ones(const Shape& shape, DType dtype = DType::f32, MemoryKind kind = MemoryKind::device);
+Array zeros(const Shape& shape, DType dtype = DType::f32, MemoryKind kind = MemoryKind::device);
 
 }  // namespace ferry

@@ -11,6 +11,7 @@
 // program returns them flattened, in order, as a std::vector<Array>.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,23 +36,35 @@ struct ShapeDtype {
 struct CompileOptions {
   int64_t device_memory_limit = 0;       // bytes; 0: no limit
   std::string backend = "cpu";
-  double link_bandwidth_bytes_per_s = 25e9;  // host <-> device copies, for the cost model
-  double compute_flops_per_s = 1e11;         // for the cost model
+  double link_bandwidth_bytes_per_s = 25e9;  // host <-> device copies, for the cost model (> 0)
+  double compute_flops_per_s = 1e11;         // for the cost model (> 0)
+  // Checked mode, for tests: every arena byte outside a live buffer holds a poison pattern (0xFF
+  // bytes, a NaN in every float dtype) from the start of a run and again from the moment its buffer
+  // is released, so a kernel that reads a buffer before it is written or after the plan released
+  // it computes with NaNs instead of silently with stale values. Slower: each release is a fill.
+  bool checked = false;
 };
 
 // What the compiled plan needs, per memory kind, before anything runs (JAX's field names). Device
 // fields have no prefix; host fields (pinned_host and unpinned_host together) are prefixed host_.
-// Temporaries and outputs share one arena per kind; temp_size is that arena minus the outputs.
+// They add up: peak = argument + output + temp - alias, for the device and for the host.
 struct MemoryStats {
+  // The caller's arguments (their exact bytes), held for the whole call.
   int64_t argument_size_in_bytes = 0;
+  // The outputs (exact bytes): each is an allocation of its own, which the returned Array owns.
   int64_t output_size_in_bytes = 0;
-  int64_t alias_size_in_bytes = 0;  // outputs that reuse argument buffers: ferry never aliases
+  // The outputs written into donated arguments' buffers (jit's donate_argnums): counted in both
+  // argument and output, held once.
+  int64_t alias_size_in_bytes = 0;
+  // The arena of the run: temporaries, kernel workspaces (scratch a kernel needs for its shapes)
+  // and the alignment padding between buffers. Allocated when a call starts, released when it returns.
   int64_t temp_size_in_bytes = 0;
   int64_t host_argument_size_in_bytes = 0;
   int64_t host_output_size_in_bytes = 0;
   int64_t host_alias_size_in_bytes = 0;
   int64_t host_temp_size_in_bytes = 0;
-  // Arguments plus the device arena: the most device memory the program holds at once.
+  // The most memory a call holds at once: argument + output + temp - alias (the arena and the
+  // outputs are allocated when the call starts, and the arguments are held throughout).
   int64_t peak_memory_in_bytes = 0;
   int64_t host_peak_memory_in_bytes = 0;
 };
@@ -64,13 +77,27 @@ struct CostStats {
   int64_t bytes_to_device = 0;    // and back
 };
 
-// What the last run measured.
+// What the last run measured, independently of the plan: each memory kind's resource counts the
+// bytes it hands out to the run (arenas and outputs) as they are allocated and given back, and the
+// run adds the exact bytes of the argument buffers it holds. Nothing else holds array data during a
+// run (tests/runtime/heap_hook_test.cpp counts every heap allocation to check that).
 struct ExecutionStats {
-  int64_t device_high_water_bytes = 0;  // arguments + the highest arena byte in use
-  int64_t host_high_water_bytes = 0;
+  int64_t device_high_water_bytes = 0;  // arguments + the most the device resource handed the run at once
+  int64_t host_high_water_bytes = 0;    // the same for pinned_host and unpinned_host together
   int64_t bytes_to_host = 0;    // copied device -> host kinds
   int64_t bytes_to_device = 0;  // copied host kinds -> device
   double wall_seconds = 0;
+};
+
+// Options of jit.
+struct JitOptions {
+  std::string name = "main";
+  // Positions of the arguments (as the function takes them; a vector argument donates all its
+  // arrays) whose buffers the call may reuse for its outputs, as jax.jit's donate_argnums: an output
+  // of the same type whose computation no longer needs the argument is written into its buffer
+  // (alias_size_in_bytes). A donated Array is consumed by the call: reading it or passing it again
+  // afterwards is INVALID_ARGUMENT, and a donated buffer no output reuses is freed when the call returns.
+  std::vector<int> donate_argnums;
 };
 
 namespace detail {
@@ -154,12 +181,20 @@ class TraceSession {
     for (const auto& a : as) ts.push_back(input(a));
     return ts;
   }
-  // Ends the trace with these outputs.
-  Lowered finish(const std::vector<Tensor>& outputs);
+  // Ends the trace with these outputs; `donated` marks the inputs whose buffers outputs may reuse.
+  Lowered finish(const std::vector<Tensor>& outputs, std::vector<char> donated = {});
 
  private:
   std::shared_ptr<Tracer> tracer_;
 };
+
+// How many program inputs an argument of lower() becomes.
+inline size_t leaf_count(const Array&) { return 1; }
+inline size_t leaf_count(const ShapeDtype&) { return 1; }
+template <class A> size_t leaf_count(const std::vector<A>& as) { return as.size(); }
+// Per program input, whether it is donated, from donate_argnums and each argument's leaf count
+// (INVALID_ARGUMENT for a position the function does not have).
+std::vector<char> donated_inputs(const std::vector<int>& donate_argnums, const std::vector<size_t>& leaves);
 
 template <class T> struct is_tensor_arg : std::false_type {};
 template <> struct is_tensor_arg<Tensor> : std::true_type {};
@@ -169,16 +204,16 @@ template <> struct is_tensor_arg<std::vector<Tensor>> : std::true_type {};
 
 template <class F> class Jitted {
  public:
-  Jitted(F f, std::string name) : f_(std::move(f)), name_(std::move(name)) {}
+  Jitted(F f, JitOptions options) : f_(std::move(f)), options_(std::move(options)) {}
 
   // Traces f on arguments of these types (Array, ShapeDtype, or vectors of either).
   template <class... Args> Lowered lower(const Args&... args) const {
-    detail::TraceSession session(name_);
+    detail::TraceSession session(options_.name);
     // Braces evaluate left to right, so program inputs follow the argument order.
     std::tuple<decltype(session.input(args))...> inputs{session.input(args)...};
     std::vector<Tensor> outs;
     detail::flatten(std::apply(f_, inputs), outs);
-    return session.finish(outs);
+    return session.finish(outs, detail::donated_inputs(options_.donate_argnums, {detail::leaf_count(args)...}));
   }
 
   // On Tensors (inside another trace) f is inlined into that trace; on Arrays it is lowered,
@@ -193,9 +228,13 @@ template <class F> class Jitted {
 
  private:
   F f_;
-  std::string name_;
+  JitOptions options_;
 };
 
-template <class F> Jitted<F> jit(F f, std::string name = "main") { return Jitted<F>(std::move(f), std::move(name)); }
+template <class F> Jitted<F> jit(F f, JitOptions options = {}) { return Jitted<F>(std::move(f), std::move(options)); }
+// jit(f, "name"). (A template, so that jit(f, {.donate_argnums = ...}) can only mean JitOptions.)
+template <class F, std::convertible_to<std::string> S> Jitted<F> jit(F f, S name) {
+  return jit(std::move(f), JitOptions{.name = std::string(std::move(name))});
+}
 
 }  // namespace ferry

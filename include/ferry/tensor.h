@@ -7,6 +7,7 @@
 // Operands of one operation must have the same dtype (use convert) and memory kind (device_put).
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -67,12 +68,22 @@ Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
+// Elementwise max and min (jnp.maximum, jnp.minimum; NaN wins).
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, double b);
+Tensor maximum(double a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, double b);
+Tensor minimum(double a, const Tensor& b);
+// max/min of two tensors are elementwise too. With a number the number must be floating-point
+// (max(x, 0.0)): max(x, {1}) and max(x, Axes{1}) reduce over axis 1 as jnp.max(x, 1) does (see
+// Reductions), and an integer as in max(x, 1) does not compile rather than guess which was meant.
 Tensor max(const Tensor& a, const Tensor& b);
-Tensor max(const Tensor& a, double b);
-Tensor max(double a, const Tensor& b);
 Tensor min(const Tensor& a, const Tensor& b);
-Tensor min(const Tensor& a, double b);
-Tensor min(double a, const Tensor& b);
+template <std::floating_point S> Tensor max(const Tensor& a, S b) { return maximum(a, static_cast<double>(b)); }
+template <std::floating_point S> Tensor max(S a, const Tensor& b) { return maximum(static_cast<double>(a), b); }
+template <std::floating_point S> Tensor min(const Tensor& a, S b) { return minimum(a, static_cast<double>(b)); }
+template <std::floating_point S> Tensor min(S a, const Tensor& b) { return minimum(static_cast<double>(a), b); }
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double b);
 Tensor pow(double a, const Tensor& b);
@@ -118,13 +129,18 @@ Tensor dot_general(const Tensor& lhs, const Tensor& rhs, const DotDims& dims);
 // if b is a vector); leading dimensions are batch dimensions and must match.
 Tensor matmul(const Tensor& a, const Tensor& b);
 
-// Reductions. Without axes they reduce over every axis to a scalar.
+// Reductions (jnp.sum, jnp.mean, jnp.max, jnp.min with axis=axes). Without axes they reduce over
+// every axis to a scalar. The result drops the reduced axes.
 Tensor sum(const Tensor& x);
 Tensor sum(const Tensor& x, const Axes& axes);
 Tensor mean(const Tensor& x);
 Tensor mean(const Tensor& x, const Axes& axes);
 Tensor max(const Tensor& x);
-Tensor reduce_max(const Tensor& x, const Axes& axes);
+Tensor max(const Tensor& x, const Axes& axes);
+Tensor min(const Tensor& x);
+Tensor min(const Tensor& x, const Axes& axes);
+Tensor reduce_max(const Tensor& x, const Axes& axes);  // = max(x, axes)
+Tensor reduce_min(const Tensor& x, const Axes& axes);  // = min(x, axes)
 
 // Shape.
 Tensor reshape(const Tensor& x, const Shape& shape);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "ferry/error.h"
+#include "ir/printer.h"
 
 namespace ferry::compiler {
 namespace {
@@ -20,16 +21,19 @@ std::vector<int> producers(const ir::Program& p) {
 }
 
 // A buffer as it is at position t: the value it holds then (an in-place chain holds several).
+// Equations are named as as_text() prints them ("%17 = tanh").
 std::string describe(const ir::Program& p, const Buffer& b, const std::vector<int>& prod, int t) {
+  auto label = [&](int e) { return ir::equation_label(p, static_cast<size_t>(e)); };
   if (b.body_of >= 0)
-    return fmt::format("{} {}, the body of {} (equation {})", human_bytes(b.size), memory_kind_name(b.kind),
-                       primitive_name(p.equations[static_cast<size_t>(b.body_of)].prim), b.body_of);
+    return fmt::format("{} {}, the body of {}", human_bytes(b.size), memory_kind_name(b.kind), label(b.body_of));
   if (b.scratch_of >= 0)
-    return fmt::format("{} {}, a carry buffer of scan (equation {})", human_bytes(b.size), memory_kind_name(b.kind),
-                       b.scratch_of);
+    return fmt::format("{} {}, a carry buffer of {}", human_bytes(b.size), memory_kind_name(b.kind), label(b.scratch_of));
+  if (b.workspace_of >= 0)
+    return fmt::format("{} {}, the kernel workspace of {}", human_bytes(b.size), memory_kind_name(b.kind),
+                       label(b.workspace_of));
   if (b.stream_of >= 0)
-    return fmt::format("{} {}, a double buffer for the slices scan (equation {}) streams to or from host memory",
-                       human_bytes(b.size), memory_kind_name(b.kind), b.stream_of);
+    return fmt::format("{} {}, a double buffer for the slices {} streams to or from host memory", human_bytes(b.size),
+                       memory_kind_name(b.kind), label(b.stream_of));
   if (b.values.empty()) return fmt::format("{} {}", human_bytes(b.size), memory_kind_name(b.kind));
   ir::ValueId v = b.values.front();
   for (ir::ValueId u : b.values)
@@ -39,7 +43,14 @@ std::string describe(const ir::Program& p, const Buffer& b, const std::vector<in
   if (e < 0) return fmt::format("{} {}", what, human_bytes(b.size));
   const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
   std::string source = eq.name.empty() ? "" : fmt::format(" \"{}\"", eq.name);
-  return fmt::format("{} {}, output of {}{} (equation {})", what, human_bytes(b.size), primitive_name(eq.prim), source, e);
+  return fmt::format("{} {}, {}{}", what, human_bytes(b.size), label(e), source);
+}
+
+// Where the device peak is: before the equation at that position, or at the end.
+std::string peak_place(const ir::Program& p, const MemoryPlan& plan) {
+  size_t t = static_cast<size_t>(plan.peak_position[kind_index(MemoryKind::device)]);
+  if (t >= p.equations.size()) return "at the end of the program";
+  return "while " + ir::equation_label(p, t) + " runs";
 }
 
 // Buffers of `kind` live at its peak position, largest first.
@@ -47,7 +58,7 @@ std::vector<const Buffer*> live_at_peak(const MemoryPlan& plan, MemoryKind kind)
   int t = plan.peak_position[kind_index(kind)];
   std::vector<const Buffer*> live;
   for (const Buffer& b : plan.buffers)
-    if (b.kind == kind && b.start <= t && t <= b.end && b.size > 0) live.push_back(&b);
+    if (b.kind == kind && b.output_of < 0 && b.start <= t && t <= b.end && b.size > 0) live.push_back(&b);
   std::stable_sort(live.begin(), live.end(), [](const Buffer* a, const Buffer* b) { return a->size > b->size; });
   return live;
 }
@@ -77,35 +88,33 @@ MemoryStats memory_stats(const ir::Program& p, const MemoryPlan& plan) {
     const ir::Type& t = p.type(v);
     (is_host(t.kind) ? s.host_argument_size_in_bytes : s.argument_size_in_bytes) += t.size_bytes();
   }
-  int64_t device_out_aligned = 0, host_out_aligned = 0;
-  for (ir::ValueId v : p.outputs) {
-    const ir::Type& t = p.type(v);
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const ir::Type& t = p.type(p.outputs[i]);
     (is_host(t.kind) ? s.host_output_size_in_bytes : s.output_size_in_bytes) += t.size_bytes();
-    const Slot& slot = plan.slots[static_cast<size_t>(v)];
-    if (slot.where == Slot::Where::arena)
-      (is_host(t.kind) ? host_out_aligned : device_out_aligned) += plan.buffers[static_cast<size_t>(slot.buffer)].size;
+    if (i < plan.output_alias.size() && plan.output_alias[i] >= 0)
+      (is_host(t.kind) ? s.host_alias_size_in_bytes : s.alias_size_in_bytes) += t.size_bytes();
   }
-  int64_t device_arena = plan.arena_size[kind_index(MemoryKind::device)];
-  int64_t host_arena = plan.arena_size[kind_index(MemoryKind::pinned_host)] + plan.arena_size[kind_index(MemoryKind::unpinned_host)];
-  s.temp_size_in_bytes = std::max<int64_t>(0, device_arena - device_out_aligned);
-  s.host_temp_size_in_bytes = std::max<int64_t>(0, host_arena - host_out_aligned);
-  s.peak_memory_in_bytes = s.argument_size_in_bytes + device_arena;
-  s.host_peak_memory_in_bytes = s.host_argument_size_in_bytes + host_arena;
+  // Outputs are allocations of their own (or donated arguments' buffers): the arena of each kind
+  // holds the temporaries, kernel workspaces and alignment padding.
+  s.temp_size_in_bytes = plan.arena_size[kind_index(MemoryKind::device)];
+  s.host_temp_size_in_bytes =
+      plan.arena_size[kind_index(MemoryKind::pinned_host)] + plan.arena_size[kind_index(MemoryKind::unpinned_host)];
+  s.peak_memory_in_bytes = s.argument_size_in_bytes + s.output_size_in_bytes + s.temp_size_in_bytes - s.alias_size_in_bytes;
+  s.host_peak_memory_in_bytes = s.host_argument_size_in_bytes + s.host_output_size_in_bytes + s.host_temp_size_in_bytes -
+                                s.host_alias_size_in_bytes;
   return s;
 }
 
 std::string memory_report(const ir::Program& p, const MemoryPlan& plan, size_t max_buffers) {
   MemoryStats s = memory_stats(p, plan);
   std::string out = fmt::format(
-      "device: peak {} = arguments {} + arena {} (outputs {}, temporaries {})\n"
-      "host:   peak {} = arguments {} + arena {} (outputs {}, temporaries {})\n",
-      human_bytes(s.peak_memory_in_bytes), human_bytes(s.argument_size_in_bytes),
-      human_bytes(plan.arena_size[kind_index(MemoryKind::device)]), human_bytes(s.output_size_in_bytes),
-      human_bytes(s.temp_size_in_bytes), human_bytes(s.host_peak_memory_in_bytes), human_bytes(s.host_argument_size_in_bytes),
-      human_bytes(s.host_peak_memory_in_bytes - s.host_argument_size_in_bytes), human_bytes(s.host_output_size_in_bytes),
-      human_bytes(s.host_temp_size_in_bytes));
-  out += fmt::format("largest device buffers live at the peak (before equation {} of {}):",
-                     plan.peak_position[kind_index(MemoryKind::device)], p.equations.size());
+      "device: peak {} = arguments {} + outputs {} + temporaries {} - aliased {}\n"
+      "host:   peak {} = arguments {} + outputs {} + temporaries {} - aliased {}\n",
+      human_bytes(s.peak_memory_in_bytes), human_bytes(s.argument_size_in_bytes), human_bytes(s.output_size_in_bytes),
+      human_bytes(s.temp_size_in_bytes), human_bytes(s.alias_size_in_bytes), human_bytes(s.host_peak_memory_in_bytes),
+      human_bytes(s.host_argument_size_in_bytes), human_bytes(s.host_output_size_in_bytes),
+      human_bytes(s.host_temp_size_in_bytes), human_bytes(s.host_alias_size_in_bytes));
+  out += fmt::format("largest device buffers live at the peak ({}):", peak_place(p, plan));
   out += largest_at_peak(p, plan, max_buffers, "\n  ");
   return out + "\n";
 }
@@ -115,9 +124,10 @@ void check_device_limit(const ir::Program& p, const MemoryPlan& plan, int64_t li
   if (limit <= 0 || s.peak_memory_in_bytes <= limit) return;
   throw Error(ErrorCode::resource_exhausted,
               fmt::format("device memory: the plan needs {} bytes ({}) at its peak but the limit is {} bytes ({}); "
-                          "arguments {}, arena {}. Largest live buffers at the peak:{}",
+                          "arguments {} + outputs {} + temporaries {} - aliased {}. Largest live buffers at the peak ({}):{}",
                           s.peak_memory_in_bytes, human_bytes(s.peak_memory_in_bytes), limit, human_bytes(limit),
-                          human_bytes(s.argument_size_in_bytes), human_bytes(plan.arena_size[kind_index(MemoryKind::device)]),
+                          human_bytes(s.argument_size_in_bytes), human_bytes(s.output_size_in_bytes),
+                          human_bytes(s.temp_size_in_bytes), human_bytes(s.alias_size_in_bytes), peak_place(p, plan),
                           largest_at_peak(p, plan, 5, "\n  ")));
 }
 

@@ -60,7 +60,7 @@ int64_t pack_in_order(std::vector<Buffer>& buffers, const std::vector<size_t>& o
 int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
   std::vector<size_t> by_size;
   for (size_t i = 0; i < buffers.size(); ++i)
-    if (buffers[i].kind == kind) by_size.push_back(i);
+    if (buffers[i].kind == kind && buffers[i].output_of < 0) by_size.push_back(i);
   std::vector<size_t> by_start = by_size;
   std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
     if (buffers[a].size != buffers[b].size) return buffers[a].size > buffers[b].size;
@@ -81,11 +81,12 @@ int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
 
 }  // namespace
 
-std::shared_ptr<const MemoryPlan> plan_region(const ir::Program& region, const ir::Equation* parent) {
-  if (parent == nullptr) return plan_memory(region, /*outputs_external=*/false);
+std::shared_ptr<const MemoryPlan> plan_region(const ir::Program& region, const ir::Equation* parent,
+                                              const PlanOptions& options) {
+  if (parent == nullptr) return plan_memory(region, /*outputs_external=*/false, options);
   ir::Equation self = *parent;
   self.subprograms.at(0) = std::shared_ptr<const ir::Program>(std::shared_ptr<void>(), &region);  // not owned
-  return plan_body(self);
+  return plan_body(self, PlanOptions{options.workspace, {}});
 }
 
 Streams find_streams(const ir::Program& body, int num_carry, int num_xs) {
@@ -127,26 +128,50 @@ Streams find_streams(const ir::Program& body, int num_carry, int num_xs) {
 }
 
 namespace {
-std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool outputs_external, const Streams* streams);
+std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool outputs_external, const Streams* streams,
+                                               const PlanOptions& options);
+
+// The donated input (not `taken`) whose buffer output o can be written into when the output's
+// allocation is first written at position w (its equation, the copy_start of a copy, or the start
+// of an in-place chain it takes over), or -1. Every read of the argument (`last` read per value)
+// must come before w, or be the equation at w writing over it in place.
+int donated_input_for(const ir::Program& p, size_t o, int w, const std::vector<char>& donated,
+                      const std::vector<char>& taken, const std::vector<int>& last) {
+  ir::ValueId v = p.outputs[o];
+  if (w < 0 || p.type(v).size_bytes() == 0) return -1;
+  const ir::Equation& eq = p.equations[static_cast<size_t>(w)];
+  for (size_t i = 0; i < p.inputs.size() && i < donated.size(); ++i) {
+    ir::ValueId u = p.inputs[i];
+    if (!donated[i] || taken[i] || !(p.type(u) == p.type(v))) continue;
+    int read = last[static_cast<size_t>(u)];
+    bool in_place = false;
+    if (read == w && eq.prim != Primitive::copy_start)
+      for (size_t c : in_place_candidates(eq)) in_place = in_place || eq.inputs[c] == u;
+    if (read < w || in_place) return static_cast<int>(i);
+  }
+  return -1;
 }
 
-std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& p, bool outputs_external) {
-  return plan_program(p, outputs_external, nullptr);
+}  // namespace
+
+std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& p, bool outputs_external, const PlanOptions& options) {
+  return plan_program(p, outputs_external, nullptr, options);
 }
 
-std::shared_ptr<const MemoryPlan> plan_body(const ir::Equation& eq) {
+std::shared_ptr<const MemoryPlan> plan_body(const ir::Equation& eq, const PlanOptions& options) {
   const ir::Program& sub = *eq.subprograms.at(0);
   Streams found;
   if (eq.prim == Primitive::scan) {
     const auto& sp = std::get<ir::ScanParams>(eq.params);
     found = find_streams(sub, static_cast<int>(sp.num_carry), static_cast<int>(sp.num_xs));
   }
-  return plan_program(sub, /*outputs_external=*/true, &found);
+  return plan_program(sub, /*outputs_external=*/true, &found, options);
 }
 
 namespace {
 
-std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool outputs_external, const Streams* streams) {
+std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool outputs_external, const Streams* streams,
+                                               const PlanOptions& options) {
   auto plan = std::make_shared<MemoryPlan>();
   const int n = static_cast<int>(p.equations.size());
   const size_t nv = p.values.size();
@@ -155,6 +180,8 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
   plan->acquire_before.resize(static_cast<size_t>(n));
   plan->release_after.resize(static_cast<size_t>(n));
   plan->skip.assign(static_cast<size_t>(n), 0);
+  plan->workspace.assign(static_cast<size_t>(n), -1);
+  plan->output_alias.assign(p.outputs.size(), -1);
 
   std::vector<int> last(nv, -1);
   for (size_t i = 0; i < p.inputs.size(); ++i) {
@@ -165,16 +192,18 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
   }
   for (int e = 0; e < n; ++e)
     for (ir::ValueId v : p.equations[static_cast<size_t>(e)].inputs) last[static_cast<size_t>(v)] = e;
+  // Outputs live outside the arena: in the enclosing equation's values, or at the top level in
+  // allocations of their own that the returned Arrays keep (or a donated argument's buffer). An
+  // output that is an input or another output keeps that slot: such a program can be planned (for
+  // analyses) but not run, and compiling gives each output a value of its own first
+  // (materialize_outputs; the executable checks).
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     ir::ValueId v = p.outputs[i];
-    if (outputs_external) {
-      Slot& s = plan->slots[static_cast<size_t>(v)];
-      s.where = Slot::Where::external_output;
-      s.kind = p.type(v).kind;
-      s.index = static_cast<int>(i);
-    } else {
-      last[static_cast<size_t>(v)] = n;
-    }
+    Slot& s = plan->slots[static_cast<size_t>(v)];
+    if (s.where != Slot::Where::arena || s.index >= 0) continue;
+    s.where = Slot::Where::external_output;
+    s.kind = p.type(v).kind;
+    s.index = static_cast<int>(i);
   }
 
   // Streamed slices: the scan runner does these copies; the body sees extra external values.
@@ -225,6 +254,12 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
     const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
     std::vector<size_t> candidates = in_place_candidates(eq);
     if (plan->skip[static_cast<size_t>(e)]) continue;  // the scan runner's copy
+    if (options.workspace && eq.subprograms.empty())
+      if (int64_t bytes = options.workspace(p, eq); bytes > 0) {
+        int b = new_buffer(MemoryKind::device, bytes, e, e);
+        plan->buffers[static_cast<size_t>(b)].workspace_of = e;
+        plan->workspace[static_cast<size_t>(e)] = b;
+      }
     for (ir::ValueId v : eq.outputs) {
       Slot& s = plan->slots[static_cast<size_t>(v)];
       s.kind = p.type(v).kind;
@@ -258,7 +293,7 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
         const auto& sp = std::get<ir::ScanParams>(eq.params);
         found = find_streams(sub, static_cast<int>(sp.num_carry), static_cast<int>(sp.num_xs));
       }
-      body.plan = plan_body(eq);
+      body.plan = plan_body(eq, PlanOptions{options.workspace, {}});
       // Each streamed slice: the io it replaces, the extra external index, two device buffers.
       auto stream = [&](const std::vector<std::pair<ir::ValueId, int>>& found_slices, int next_external,
                         std::vector<StreamedSlice>& out) {
@@ -292,16 +327,104 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
     }
   }
 
+  // Top level: an output written in place over a temporary that dies there takes that temporary's
+  // buffer with it, so the whole in-place chain lives in the output's allocation (held for the
+  // whole call anyway) and the result costs no buffer of its own in the arena: grad(sum(tanh(x)))
+  // computes tanh, t * t and 1 - t * t in the output. Only chains that are the same in every order
+  // of the program move (each value read by one equation, each equation with one input it could
+  // write over), so the schedule's memory model (optimal_schedule.h) can read where values live
+  // from any order's plan. Then donated arguments are matched to outputs, each output first
+  // written where its chain starts.
+  if (!outputs_external) {
+    std::vector<int> producer(nv, -1), readers(nv, 0);
+    std::vector<char> is_output(nv, 0);
+    for (int e = 0; e < n; ++e) {
+      const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
+      for (ir::ValueId v : eq.outputs) producer[static_cast<size_t>(v)] = e;
+      for (size_t k = 0; k < eq.inputs.size(); ++k)
+        if (std::find(eq.inputs.begin(), eq.inputs.begin() + static_cast<std::ptrdiff_t>(k), eq.inputs[k]) ==
+            eq.inputs.begin() + static_cast<std::ptrdiff_t>(k))
+          ++readers[static_cast<size_t>(eq.inputs[k])];
+    }
+    for (ir::ValueId v : p.outputs) is_output[static_cast<size_t>(v)] = 1;
+    // The distinct arena inputs of `eq` it could write its result of type `out` over.
+    auto writable_inputs = [&](const ir::Equation& eq, const ir::Type& out) {
+      std::vector<ir::ValueId> found;
+      for (size_t c : in_place_candidates(eq)) {
+        ir::ValueId x = eq.inputs[c];
+        const Slot& sx = plan->slots[static_cast<size_t>(x)];
+        if (sx.where == Slot::Where::arena && sx.buffer >= 0 && p.type(x).kind == out.kind &&
+            p.type(x).size_bytes() == out.size_bytes() && std::find(found.begin(), found.end(), x) == found.end())
+          found.push_back(x);
+      }
+      return found;
+    };
+    auto same_in_every_order = [&](const Buffer& b, const ir::Equation& last, const ir::Type& out) {
+      if (writable_inputs(last, out).size() != 1) return false;
+      for (ir::ValueId w : b.values) {
+        const auto wi = static_cast<size_t>(w);
+        if (readers[wi] != 1 || is_output[wi] || producer[wi] < 0) return false;
+        size_t writable = writable_inputs(p.equations[static_cast<size_t>(producer[wi])], p.type(w)).size();
+        if (writable != (w == b.values.front() ? 0u : 1u)) return false;
+      }
+      return true;
+    };
+    std::vector<char> taken(p.inputs.size(), 0);
+    for (size_t i = 0; i < p.outputs.size(); ++i) {
+      ir::ValueId v = p.outputs[i];
+      int e = producer[static_cast<size_t>(v)];
+      if (e < 0 || plan->slots[static_cast<size_t>(v)].index != static_cast<int>(i)) continue;
+      const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
+      const int written = eq.prim == Primitive::copy_done ? producer[static_cast<size_t>(eq.inputs[0])] : e;
+      // The in-place chain the output can take over, if any.
+      Buffer* chain = nullptr;
+      for (size_t c : eq.outputs.size() == 1 ? in_place_candidates(eq) : std::vector<size_t>{}) {
+        ir::ValueId u = eq.inputs[c];
+        const Slot& su = plan->slots[static_cast<size_t>(u)];
+        if (su.where != Slot::Where::arena || su.buffer < 0 || last[static_cast<size_t>(u)] != e) continue;
+        Buffer& b = plan->buffers[static_cast<size_t>(su.buffer)];
+        const ir::Type &tu = p.type(u), &tv = p.type(v);
+        if (tu.kind != tv.kind || tu.size_bytes() != tv.size_bytes() || b.end != e || b.body_of >= 0 ||
+            b.scratch_of >= 0 || b.stream_of >= 0 || b.workspace_of >= 0 || b.output_of >= 0 ||
+            !same_in_every_order(b, eq, tv))
+          continue;
+        chain = &b;
+        break;
+      }
+      // Both when the argument is dead before the chain starts. Else whichever saves more: the
+      // output's bytes (written into the argument) or the chain's buffer (moved out of the arena);
+      // on a tie the donation the caller asked for.
+      int alias = chain ? donated_input_for(p, i, chain->start, options.donated, taken, last) : -1;
+      if (alias < 0) {
+        alias = donated_input_for(p, i, written, options.donated, taken, last);
+        if (alias >= 0 && chain) {
+          if (chain->size > p.type(v).size_bytes()) alias = -1;
+          else chain = nullptr;
+        }
+      }
+      if (alias >= 0) {
+        plan->output_alias[i] = alias;
+        taken[static_cast<size_t>(alias)] = 1;
+      }
+      if (chain) {
+        chain->output_of = static_cast<int>(i);
+        for (ir::ValueId w : chain->values) plan->slots[static_cast<size_t>(w)] = plan->slots[static_cast<size_t>(v)];
+      }
+    }
+  }
+
   for (int k = 0; k < kNumMemoryKinds; ++k)
     plan->arena_size[static_cast<size_t>(k)] = pack(plan->buffers, static_cast<MemoryKind>(k));
   for (size_t b = 0; b < plan->buffers.size(); ++b) {
     const Buffer& buf = plan->buffers[b];
+    if (buf.output_of >= 0) continue;  // in an output's allocation, not the arena
     plan->acquire_before[static_cast<size_t>(buf.start)].push_back(static_cast<int>(b));
     if (buf.end < n) plan->release_after[static_cast<size_t>(buf.end)].push_back(static_cast<int>(b));
   }
   // Live bytes per kind at each position (n: after the last equation), and where they peak.
   std::vector<std::array<int64_t, kNumMemoryKinds>> delta(static_cast<size_t>(n) + 2);
   for (const Buffer& b : plan->buffers) {
+    if (b.output_of >= 0) continue;
     delta[static_cast<size_t>(b.start)][kind_index(b.kind)] += b.size;
     delta[static_cast<size_t>(b.end) + 1][kind_index(b.kind)] -= b.size;
   }

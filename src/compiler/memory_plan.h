@@ -1,17 +1,26 @@
 // Liveness and buffer assignment: where every value of a scheduled program lives.
 //
 // Each value gets a slot: a program argument (owned by the caller), an external input or output
-// (a body's: given by the equation that runs the body), or a buffer in the arena of its memory kind
-// (one arena per kind). A buffer is live from the position of the equation that defines it to its
-// last reader (program outputs: to the end). An elementwise equation whose input dies there and has
-// the output's type writes in place: both values share one buffer. An equation with a body (scan,
-// checkpoint) gets a region per kind for the body's own plan, planned once and reused every step,
-// and a scan gets a scratch buffer per carry (carries alternate between it and the output).
-// Buffers of one kind are packed into their arena by size, largest first, each at the best-fitting
-// gap among the buffers live at the same time, so freed space is reused.
+// (a body's: given by the equation that runs the body; the top level's outputs: one allocation
+// each, which the returned Arrays own), or a buffer in the arena of its memory kind (one arena per
+// kind, holding temporaries only). A buffer is live from the position of the equation that defines
+// it to its last reader. An elementwise equation whose input dies there and has the output's type
+// writes in place: both values share one buffer. An equation with a body (scan, checkpoint) gets a
+// region per kind for the body's own plan, planned once and reused every step, and a scan gets a
+// scratch buffer per carry (carries alternate between it and the output). An equation whose kernel
+// needs scratch memory (the backend declares how much for its types) gets a workspace buffer live
+// only while it runs. Buffers of one kind are packed into their arena by size, largest first, each
+// at the best-fitting gap among the buffers live at the same time, so freed space is reused.
+//
+// At the top level an output written in place over a dying temporary takes that temporary's buffer
+// (its whole in-place chain) into its own allocation. An output may be written straight into the
+// buffer of a donated argument (aliasing) when the two have the same type and every read of the
+// argument comes before the output's first write (or is the elementwise equation that writes it in
+// place).
 #pragma once
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +54,8 @@ struct Buffer {
   int body_of = -1;                 // >= 0: the body region of that equation
   int scratch_of = -1;              // >= 0: a carry scratch buffer of that scan equation
   int stream_of = -1;               // >= 0: a double buffer of a streamed slice of that scan
+  int workspace_of = -1;            // >= 0: the kernel workspace of that equation
+  int output_of = -1;               // >= 0: not in the arena but in that output's allocation
 };
 
 // Scan steps overlap their host copies with compute across steps (double buffering):
@@ -75,25 +86,40 @@ struct MemoryPlan {
   // For the runtime: buffers to take before an equation runs, and to give back after it.
   std::vector<std::vector<int>> acquire_before, release_after;  // per equation
   std::vector<char> skip;  // per equation: a copy the enclosing scan runner does instead
+  std::vector<int> workspace;  // per equation: its workspace buffer (-1: none)
+  // Top level: per output, the argument whose buffer it is written into (-1: its own allocation).
+  std::vector<int> output_alias;
   // The schedule position where the live bytes of each kind peak, and those bytes.
   std::array<int, kNumMemoryKinds> peak_position{};
   std::array<int64_t, kNumMemoryKinds> peak_live{};
 };
 
-// Inputs whose buffer the equation's (single) output may take over when they die there.
-std::vector<size_t> in_place_candidates(const ir::Equation& eq);
+// The scratch bytes the backend's kernel for equation `eq` of `program` needs (0: none).
+using WorkspaceFn = std::function<int64_t(const ir::Program& program, const ir::Equation& eq)>;
 
-// Plans a scheduled program. Top level (outputs_external = false): inputs are arguments and
-// outputs live in the arena until the end. Bodies (true): inputs and outputs are external.
-std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& program, bool outputs_external);
+struct PlanOptions {
+  WorkspaceFn workspace;      // empty: no kernel needs scratch
+  std::vector<char> donated;  // top level, per input: its buffer may be reused for an output
+};
+
+// Plans a scheduled program. Top level (outputs_external = false): inputs are the caller's
+// arguments. Bodies (true): inputs are the enclosing equation's operands. Outputs are external in
+// both: the enclosing equation's values, or at the top level one allocation per output.
+std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& program, bool outputs_external,
+                                              const PlanOptions& options = {});
+
+// Inputs whose buffer the equation's (single) output may take over when they die there: its kernel
+// reads each element before it writes the element of the result at the same place.
+std::vector<size_t> in_place_candidates(const ir::Equation& eq);
 
 // The plan of the body of `eq` (a scan or checkpoint equation), as the enclosing plan makes it:
 // inputs and outputs external, streamed slices done by the scan runner.
-std::shared_ptr<const MemoryPlan> plan_body(const ir::Equation& eq);
+std::shared_ptr<const MemoryPlan> plan_body(const ir::Equation& eq, const PlanOptions& options = {});
 
 // The plan of a region: `region` itself when `parent` is nullptr (a top-level program), else the
 // body of `parent` with `region` in its place (a pass holding a changed copy of the body).
-std::shared_ptr<const MemoryPlan> plan_region(const ir::Program& region, const ir::Equation* parent);
+std::shared_ptr<const MemoryPlan> plan_region(const ir::Program& region, const ir::Equation* parent,
+                                              const PlanOptions& options = {});
 
 // What a scan runner streams for a body (see StreamedSlice), as (body value, input/output index).
 struct Streams {

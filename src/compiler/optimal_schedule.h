@@ -22,7 +22,10 @@
 //   the same kind and size) takes that input's buffer instead of a new one.
 // - An equation with a body holds, at its own position only, its body's region, its scan carry
 //   scratch and its streaming double buffers, with the sizes `plan` gave them: a body's plan is
-//   fixed by the body's own order, so each region is optimised on its own.
+//   fixed by the body's own order, so each region is optimised on its own. An equation whose
+//   kernel needs scratch holds its workspace buffer at its own position too.
+// - Outputs, of the top level as of bodies, are external (memory_plan.h), not arena values: they
+//   count in no order's peak.
 // device_peak_of_order(region, plan, order) equals plan_memory's peak_live for the device of the
 // region put in that order (the tests hold the model to that on random programs).
 //

@@ -55,7 +55,10 @@ ScheduleModel build_schedule_model(const ir::Program& p, const MemoryPlan& plan)
     }
   }
   for (const Buffer& b : plan.buffers) {
-    int at = b.body_of >= 0 ? b.body_of : b.scratch_of >= 0 ? b.scratch_of : b.stream_of;
+    int at = b.body_of >= 0     ? b.body_of
+             : b.scratch_of >= 0 ? b.scratch_of
+             : b.stream_of >= 0  ? b.stream_of
+                                 : b.workspace_of;
     if (at >= 0 && b.kind == MemoryKind::device) m.eqs.at(static_cast<size_t>(at)).held += b.size;
   }
   return m;

@@ -9,7 +9,9 @@
 // - an output written in place (in_place_candidates) takes a dying input's buffer instead of a new
 //   one;
 // - an equation with a body holds, at its own position only, its body's region, its scan carry
-//   scratch and its streaming double buffers, with the sizes the plan gave them.
+//   scratch and its streaming double buffers, with the sizes the plan gave them; an equation whose
+//   kernel needs scratch holds its workspace there too;
+// - outputs, of the top level as of bodies, are external (memory_plan.h): in no order's peak.
 // peak_of_order gives MemoryPlan::peak_live for the device (arguments, external values and the
 // arena's packing are not in it).
 #pragma once

@@ -96,6 +96,18 @@ void print_program(std::string& out, const Program& p, int indent) {
 
 }  // namespace
 
+std::string equation_label(const Program& p, size_t e) {
+  if (e >= p.equations.size()) return fmt::format("<equation {} of {}>", e, p.equations.size());
+  size_t number = p.inputs.size();
+  for (size_t i = 0; i < e; ++i) number += p.equations[i].outputs.size();
+  const Equation& eq = p.equations[e];
+  const size_t n = eq.outputs.size();
+  if (n == 0) return fmt::format("{} (equation {}, no outputs)", prim_name(eq.prim), e);
+  if (n == 1) return fmt::format("%{} = {}", number, prim_name(eq.prim));
+  if (n == 2) return fmt::format("%{}, %{} = {}", number, number + 1, prim_name(eq.prim));
+  return fmt::format("%{}, ..., %{} = {}", number, number + n - 1, prim_name(eq.prim));
+}
+
 std::string print(const Program& p) {
   std::string out;
   print_program(out, p, 0);

@@ -22,4 +22,9 @@ namespace ferry::ir {
 // reference to a value not defined yet prints as `%?<id>`, a missing type as `<no type>`.
 std::string print(const Program& p);
 
+// How reports and errors name equation e of `p`: "%17 = tanh" ("%3, ..., %9 = scan" for several
+// outputs), with the numbers print() gives its outputs, so a reader finds it in the printed program. The number is positional (inputs, then
+// the outputs of the equations before e), so it is defined even for a malformed program.
+std::string equation_label(const Program& p, size_t e);
+
 }  // namespace ferry::ir

@@ -8,6 +8,11 @@
 
 namespace ferry::ir {
 
+// The most dimensions a value may have (NumPy's NPY_MAXDIMS before 2.0): kernels keep their
+// per-dimension bookkeeping on the stack, so a run never allocates for it. The verifier and Array
+// construction refuse more (INVALID_ARGUMENT).
+inline constexpr int64_t kMaxRank = 32;
+
 struct Type {
   DType dtype = DType::f32;
   Shape shape;

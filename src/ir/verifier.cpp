@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "ferry/error.h"
+#include "ir/printer.h"
 #include "prims/registry.h"
 
 namespace ferry::ir {
@@ -16,8 +17,10 @@ std::string type_list(const std::vector<Type>& types) {
   return "(" + s + ")";
 }
 
-// Negative sizes or an overflowing element or byte count; empty when the type is fine.
+// Too many dimensions, negative sizes or an overflowing element or byte count; empty when the type
+// is fine.
 std::string_view type_problem(const Type& t) {
+  if (t.rank() > kMaxRank) return "more than 32 dimensions (ferry's limit)";
   int64_t n = 1;
   for (int64_t d : t.shape) {
     if (d < 0) return "a negative dimension size";
@@ -31,14 +34,17 @@ std::string_view type_problem(const Type& t) {
 
 // Where a problem is: the program (with the path of subprograms that leads to it) and, inside an
 // equation, its index and primitive. Messages are built only on failure, keeping the check cheap.
+// Equations are named as the printed program shows them ("%17 = tanh", see equation_label).
 struct Site {
   const std::string& program;
   int64_t equation = -1;
   Primitive prim = Primitive::add;
+  const Program* p = nullptr;  // to name the equation
 
   std::string str() const {
     if (equation < 0) return program;
-    return fmt::format("{}: equation {} ({})", program, equation, prims::name_of(prim));
+    if (p == nullptr) return fmt::format("{}: equation {} ({})", program, equation, prims::name_of(prim));
+    return fmt::format("{}: {}", program, equation_label(*p, static_cast<size_t>(equation)));
   }
   [[noreturn]] void fail(const std::string& problem) const {
     throw Error(ErrorCode::invalid_argument, fmt::format("{}: {}", str(), problem));
@@ -81,27 +87,40 @@ class Verifier {
 
   // copy_done(dest, x) waits for a copy_start of x in the same program, and each copy_start is
   // waited for exactly once: only through that pair does the plan keep x alive and unchanged while
-  // the copy reads it (the compile-and-run fuzzer found a copy_done naming another source).
+  // the copy reads it (the compile-and-run fuzzer found a copy_done naming another source). The
+  // destination a copy_start defines is read by its copy_done alone: before the copy_done the copy
+  // may still be writing it, and after it the copy_done's result is the value to read.
   void copy_pairs(const Program& p, const std::string& where) {
     std::vector<int64_t> start_of(p.values.size(), -1);
     std::vector<int> waits(p.equations.size(), 0);
     for (size_t i = 0; i < p.equations.size(); ++i) {
       const Equation& eq = p.equations[i];
-      Site site{where, static_cast<int64_t>(i), eq.prim};
+      Site site{where, static_cast<int64_t>(i), eq.prim, &p};
+      for (size_t k = eq.prim == Primitive::copy_done ? 1 : 0; k < eq.inputs.size(); ++k)
+        if (start_of[static_cast<size_t>(eq.inputs[k])] >= 0)
+          site.fail(fmt::format("operand {} (%{}) is the destination of a copy_start, which only its copy_done may read",
+                                k, eq.inputs[k]));
       if (eq.prim == Primitive::copy_start) start_of[static_cast<size_t>(eq.outputs[0])] = static_cast<int64_t>(i);
       if (eq.prim != Primitive::copy_done) continue;
       int64_t s = start_of[static_cast<size_t>(eq.inputs[0])];
       if (s < 0) site.fail(fmt::format("operand 0 (%{}) is not the result of a copy_start", eq.inputs[0]));
       ValueId source = p.equations[static_cast<size_t>(s)].inputs[0];
       if (source != eq.inputs[1])
-        site.fail(fmt::format("waits for the copy of %{} (equation {}) but names %{} as its source", source, s,
-                              eq.inputs[1]));
+        site.fail(fmt::format("waits for the copy of %{} ({}) but names %{} as its source", source,
+                              equation_label(p, static_cast<size_t>(s)), eq.inputs[1]));
       if (++waits[static_cast<size_t>(s)] > 1)
-        site.fail(fmt::format("waits for the copy of equation {}, which another copy_done already waited for", s));
+        site.fail(fmt::format("waits for the copy of {}, which another copy_done already waited for",
+                              equation_label(p, static_cast<size_t>(s))));
+    }
+    for (size_t i = 0; i < p.outputs.size(); ++i) {
+      ValueId v = p.outputs[i];
+      if (v >= 0 && static_cast<size_t>(v) < p.values.size() && start_of[static_cast<size_t>(v)] >= 0)
+        Site{where}.fail(fmt::format("output {} is %{}, the destination of a copy_start, which only its copy_done may read",
+                                     i, v));
     }
     for (size_t i = 0; i < p.equations.size(); ++i)
       if (p.equations[i].prim == Primitive::copy_start && waits[i] == 0)
-        Site{where, static_cast<int64_t>(i), Primitive::copy_start}.fail("no copy_done waits for this copy");
+        Site{where, static_cast<int64_t>(i), Primitive::copy_start, &p}.fail("no copy_done waits for this copy");
   }
 
   static void check_id(const Program& p, ValueId v, const Site& site, std::string_view role, size_t i) {
@@ -119,7 +138,7 @@ class Verifier {
     const Equation& eq = p.equations[index];
     if (static_cast<int>(eq.prim) >= kNumPrimitives)
       Site{where}.fail(fmt::format("equation {}: unknown primitive #{}", index, static_cast<int>(eq.prim)));
-    Site site{where, static_cast<int64_t>(index), eq.prim};
+    Site site{where, static_cast<int64_t>(index), eq.prim, &p};
 
     std::vector<Type> in;
     in.reserve(eq.inputs.size());

@@ -1,29 +1,64 @@
 #include "runtime/arena.h"
 
-#include <cstdlib>
+#include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
 #include "ferry/error.h"
 #include "runtime/copy_queue.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define FERRY_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FERRY_ASAN 1
+#endif
+#endif
+#if defined(FERRY_ASAN)
+#include <sanitizer/asan_interface.h>
+#define FERRY_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define FERRY_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define FERRY_POISON(p, n) ((void)(p), (void)(n))
+#define FERRY_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace ferry::runtime {
 
-Arenas::Arenas(const std::array<int64_t, kNumKinds>& sizes) : size_(sizes) {
+Arenas::Arenas(size_t max_live) {
+  for (auto& live : live_) live.reserve(max_live);
+}
+
+void Arenas::open(const std::array<int64_t, kNumKinds>& sizes, Tally* tally, bool checked) {
+  close();
+  tally_ = tally;
+  checked_ = checked;
+  size_ = sizes;
+  open_ = true;
   for (size_t k = 0; k < kNumKinds; ++k) {
-    size_t bytes = static_cast<size_t>(sizes[k] > 0 ? sizes[k] : 64);
-    bytes = (bytes + 63) / 64 * 64;
-    base_[k] = static_cast<char*>(std::aligned_alloc(64, bytes));
-    if (base_[k] == nullptr) {
-      for (size_t j = 0; j < k; ++j) std::free(base_[j]);
-      throw Error(ErrorCode::resource_exhausted,
-                  fmt::format("could not allocate the {} arena of {} bytes", memory_kind_name(static_cast<MemoryKind>(k)), sizes[k]));
-    }
+    live_[k].clear();
+    live_bytes_[k] = 0;
+    base_[k] = nullptr;
+  }
+  for (size_t k = 0; k < kNumKinds; ++k) {
+    const auto bytes = static_cast<size_t>(sizes[k]);
+    base_[k] = static_cast<char*>(allocate(static_cast<MemoryKind>(k), bytes, tally));  // close() frees on failure
+    if (checked_ && bytes) std::memset(base_[k], kPoisonByte, bytes);
+    if (bytes) FERRY_POISON(base_[k], bytes);
   }
 }
 
-Arenas::~Arenas() {
-  for (char* b : base_) std::free(b);
+void Arenas::close() {
+  if (!open_) return;
+  for (size_t k = 0; k < kNumKinds; ++k) {
+    if (base_[k] == nullptr) continue;
+    const auto bytes = static_cast<size_t>(size_[k]);
+    if (bytes) FERRY_UNPOISON(base_[k], bytes);
+    deallocate(static_cast<MemoryKind>(k), base_[k], bytes, tally_);
+    base_[k] = nullptr;
+  }
+  open_ = false;
 }
 
 void Arenas::acquire(MemoryKind k, int64_t offset, int64_t bytes) {
@@ -34,29 +69,34 @@ void Arenas::acquire(MemoryKind k, int64_t offset, int64_t bytes) {
     throw Error(ErrorCode::internal, fmt::format("memory plan: buffer [{}, {}) lies outside the {} arena of {} bytes",
                                                  offset, end, memory_kind_name(k), size_[i]));
   auto& live = live_[i];
-  auto next = live.lower_bound(offset);
+  auto next = std::lower_bound(live.begin(), live.end(), std::pair{offset, int64_t{0}});
   if (next != live.end() && next->first < end)
     throw Error(ErrorCode::internal, fmt::format("memory plan: buffer [{}, {}) of {} overlaps live buffer [{}, {})", offset,
                                                  end, memory_kind_name(k), next->first, next->second));
   if (next != live.begin() && std::prev(next)->second > offset)
     throw Error(ErrorCode::internal, fmt::format("memory plan: buffer [{}, {}) of {} overlaps live buffer [{}, {})", offset,
                                                  end, memory_kind_name(k), std::prev(next)->first, std::prev(next)->second));
-  live.emplace(offset, end);
-  if (end > high_water_[i]) high_water_[i] = end;
+  if (live.size() == live.capacity())
+    throw Error(ErrorCode::internal, fmt::format("memory plan: more than {} buffers live at once", live.capacity()));
+  live.insert(next, {offset, end});
+  FERRY_UNPOISON(base_[i] + offset, static_cast<size_t>(bytes));
   live_bytes_[i] += bytes;
   if (timeline_) timeline_->live_bytes(k, live_bytes_[i], now_seconds());
 }
 
 void Arenas::release(MemoryKind k, int64_t offset, int64_t bytes) {
   if (bytes <= 0) return;
-  auto& live = live_[static_cast<size_t>(k)];
-  auto it = live.find(offset);
-  if (it == live.end() || it->second != offset + bytes)
+  size_t i = static_cast<size_t>(k);
+  auto& live = live_[i];
+  auto it = std::lower_bound(live.begin(), live.end(), std::pair{offset, int64_t{0}});
+  if (it == live.end() || it->first != offset || it->second != offset + bytes)
     throw Error(ErrorCode::internal, fmt::format("memory plan: releasing [{}, {}) of {} that is not live", offset,
                                                  offset + bytes, memory_kind_name(k)));
   live.erase(it);
-  live_bytes_[static_cast<size_t>(k)] -= bytes;
-  if (timeline_) timeline_->live_bytes(k, live_bytes_[static_cast<size_t>(k)], now_seconds());
+  if (checked_) std::memset(base_[i] + offset, kPoisonByte, static_cast<size_t>(bytes));
+  FERRY_POISON(base_[i] + offset, static_cast<size_t>(bytes));
+  live_bytes_[i] -= bytes;
+  if (timeline_) timeline_->live_bytes(k, live_bytes_[i], now_seconds());
 }
 
 }  // namespace ferry::runtime

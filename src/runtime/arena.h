@@ -1,42 +1,56 @@
-// Arenas: one block of memory per memory kind, exactly the planned size, and a tracker that proves
-// the plan while it runs: every buffer taken must lie inside its arena and overlap no buffer still
-// live (INTERNAL otherwise), and the highest byte ever in use is recorded (the high-water mark).
+// Arenas: one block of memory per memory kind for a run's temporaries, exactly the planned size,
+// allocated from the kind's memory resource (so the run's tally counts it) when the run starts and
+// given back when it ends; and a tracker that checks the plan while it runs: every buffer taken
+// must lie inside its arena and overlap no buffer still live (INTERNAL otherwise).
+//
+// Liveness is enforced, not assumed: a byte outside every live buffer is poisoned for
+// AddressSanitizer (ASAN_POISON_MEMORY_REGION) in sanitizer builds, so a kernel touching a buffer
+// before it is taken or after it is released is an ASan report; in checked mode it also holds the
+// poison pattern (0xFF bytes: NaN in every float dtype), so reading it changes results.
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <map>
-#include <memory>
+#include <utility>
+#include <vector>
 
 #include "ferry/types.h"
+#include "runtime/memory_resource.h"
 #include "runtime/timeline.h"
 
 namespace ferry::runtime {
 
-inline constexpr int kNumKinds = 3;
+inline constexpr unsigned char kPoisonByte = 0xFF;
 
 class Arenas {
  public:
-  explicit Arenas(const std::array<int64_t, kNumKinds>& sizes);
-  ~Arenas();
+  // `max_live`: the most buffers live at once. The tracker reserves room for them here, so taking
+  // and releasing buffers during a run never allocates.
+  explicit Arenas(size_t max_live);
+  ~Arenas() { close(); }
   Arenas(const Arenas&) = delete;
   Arenas& operator=(const Arenas&) = delete;
+
+  // Allocates the arenas (sizes[k] bytes of kind k), counted in `tally`, every byte poisoned.
+  void open(const std::array<int64_t, kNumKinds>& sizes, Tally* tally, bool checked);
+  // Gives them back (nothing when none are open).
+  void close();
 
   char* base(MemoryKind k) const { return base_[static_cast<size_t>(k)]; }
   int64_t size(MemoryKind k) const { return size_[static_cast<size_t>(k)]; }
 
-  // [offset, offset + bytes) of kind k becomes live / free.
+  // [offset, offset + bytes) of kind k becomes live (usable) / free (poisoned again).
   void acquire(MemoryKind k, int64_t offset, int64_t bytes);
   void release(MemoryKind k, int64_t offset, int64_t bytes);
-  int64_t high_water(MemoryKind k) const { return high_water_[static_cast<size_t>(k)]; }
   // Live bytes are reported to `timeline` (may be null) on every change.
   void set_timeline(Timeline* timeline) { timeline_ = timeline; }
 
  private:
   std::array<char*, kNumKinds> base_{};
   std::array<int64_t, kNumKinds> size_{};
-  std::array<int64_t, kNumKinds> high_water_{};
-  std::array<std::map<int64_t, int64_t>, kNumKinds> live_;  // offset -> end
+  Tally* tally_ = nullptr;
+  bool open_ = false, checked_ = false;
+  std::array<std::vector<std::pair<int64_t, int64_t>>, kNumKinds> live_;  // [offset, end), sorted
   std::array<int64_t, kNumKinds> live_bytes_{};
   Timeline* timeline_ = nullptr;
 };

@@ -11,18 +11,20 @@
 namespace ferry {
 
 namespace detail {
-std::shared_ptr<Storage> Storage::heap(size_t bytes, MemoryKind kind, bool zero) {
-  size_t rounded = (bytes + 63) / 64 * 64;
-  if (rounded == 0) rounded = 64;
-  void* p = std::aligned_alloc(64, rounded);
-  if (p == nullptr)
-    throw Error(ErrorCode::resource_exhausted, fmt::format("could not allocate {} bytes of host memory", bytes));
-  if (zero) std::memset(p, 0, rounded);
+std::shared_ptr<Storage> Storage::allocate(size_t bytes, MemoryKind kind, bool zero, runtime::Tally* tally) {
   auto s = std::make_shared<Storage>();
-  s->data = p;
+  s->data = runtime::allocate(kind, bytes, tally);
   s->bytes = bytes;
   s->kind = kind;
-  s->release = [](void* q) { std::free(q); };
+  if (zero && bytes) std::memset(s->data, 0, bytes);
+  return s;
+}
+
+std::shared_ptr<Storage> Storage::adopt(void* data, size_t bytes, MemoryKind kind) {
+  auto s = std::make_shared<Storage>();
+  s->data = data;
+  s->bytes = bytes;
+  s->kind = kind;
   return s;
 }
 }  // namespace detail
@@ -31,6 +33,9 @@ namespace {
 void check_shape(const Shape& shape, DType dtype, MemoryKind kind, std::string_view what) {
   ir::check_dtype(dtype, what);
   ir::check_memory_kind(kind, what);
+  if (static_cast<int64_t>(shape.size()) > ir::kMaxRank)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("{}: shape {} has more than {} dimensions (ferry's limit)", what, shape_string(shape), ir::kMaxRank));
   int64_t n = 1;
   for (int64_t d : shape) {
     if (d < 0) throw Error(ErrorCode::invalid_argument, fmt::format("{}: negative dimension in {}", what, shape_string(shape)));
@@ -51,22 +56,42 @@ Array Array::from_bytes(const void* data, size_t bytes, DType dtype, Shape shape
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("Array::from: {} elements given for shape {} ({} elements)", bytes / dtype_size(dtype),
                             shape_string(shape), num_elements(shape)));
-  auto s = detail::Storage::heap(bytes, kind, false);
+  if (data == nullptr && bytes > 0)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("Array::from: the data pointer is null but {} bytes were given for shape {}", bytes,
+                            shape_string(shape)));
+  auto s = detail::Storage::allocate(bytes, kind, false);
   if (bytes) std::memcpy(s->data, data, bytes);
   return Array(std::move(s), dtype, std::move(shape), kind);
 }
 
 Array Array::allocate(DType dtype, Shape shape, MemoryKind kind) {
   check_shape(shape, dtype, kind, "Array::allocate");
-  auto s = detail::Storage::heap(static_cast<size_t>(num_elements(shape)) * dtype_size(dtype), kind, true);
+  auto s = detail::Storage::allocate(static_cast<size_t>(num_elements(shape)) * dtype_size(dtype), kind, true);
   return Array(std::move(s), dtype, std::move(shape), kind);
 }
 
-const void* Array::data() const { return storage_ ? storage_->data : nullptr; }
-void* Array::mutable_data() { return storage_ ? storage_->data : nullptr; }
+void Array::check_not_donated(std::string_view what) const {
+  if (storage_ && storage_->donated)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("{}: the {} array was donated to a compiled call (donate_argnums); its buffer now belongs "
+                            "to that call's output",
+                            what, type_string(dtype_, shape_)));
+}
+
+bool Array::is_deleted() const { return storage_ && storage_->donated; }
+const void* Array::data() const {
+  check_not_donated("Array::data");
+  return storage_ ? storage_->data : nullptr;
+}
+void* Array::mutable_data() {
+  check_not_donated("Array::mutable_data");
+  return storage_ ? storage_->data : nullptr;
+}
 
 void Array::check_read(DType requested) const {
   if (!defined()) throw Error(ErrorCode::invalid_argument, "to_vector: the Array is empty");
+  check_not_donated("to_vector");
   if (requested != dtype_)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("to_vector: the array is {} but {} was requested", type_string(dtype_, shape_), dtype_name(requested)));
@@ -114,6 +139,7 @@ std::string element_string(const Array& a, int64_t i) {
 
 std::string Array::to_string(int64_t max_elements) const {
   if (!defined()) return "Array(empty)";
+  check_not_donated("Array::to_string");
   std::string out = fmt::format("{}{{{}}} ", type_string(dtype_, shape_), memory_kind_name(kind_));
   int64_t n = size();
   if (shape_.empty()) return out + element_string(*this, 0);
@@ -155,8 +181,8 @@ bool Array::equals(const Array& other) const {
   return std::memcmp(data(), other.data(), nbytes()) == 0;
 }
 
-Array full(const Shape& shape, double value, DType dtype) {
-  Array a = Array::allocate(dtype, shape);
+Array full(const Shape& shape, double value, DType dtype, MemoryKind kind) {
+  Array a = Array::allocate(dtype, shape, kind);
   int64_t n = a.size();
   void* d = a.mutable_data();
   for (int64_t i = 0; i < n; ++i) {
@@ -172,7 +198,7 @@ Array full(const Shape& shape, double value, DType dtype) {
   return a;
 }
 
-Array ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
-Array zeros(const Shape& shape, DType dtype) { return Array::allocate(dtype, shape); }
+Array ones(const Shape& shape, DType dtype, MemoryKind kind) { return full(shape, 1.0, dtype, kind); }
+Array zeros(const Shape& shape, DType dtype, MemoryKind kind) { return Array::allocate(dtype, shape, kind); }
 
 }  // namespace ferry

@@ -9,7 +9,7 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-CopyQueue::CopyQueue() : thread_([this] { loop(); }) {}
+CopyQueue::CopyQueue(size_t capacity) : ring_(capacity > 0 ? capacity : 1), thread_([this] { loop(); }) {}
 
 CopyQueue::~CopyQueue() {
   {
@@ -23,9 +23,11 @@ CopyQueue::~CopyQueue() {
 uint64_t CopyQueue::enqueue(void* dst, const void* src, size_t bytes, Observer observer) {
   uint64_t ticket;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    space_.wait(lock, [&] { return pending_ < ring_.size(); });
     ticket = next_ticket_++;
-    tasks_.push_back(Task{ticket, dst, src, bytes, std::move(observer)});
+    ring_[(head_ + pending_) % ring_.size()] = Task{ticket, dst, src, bytes, std::move(observer)};
+    ++pending_;
   }
   work_.notify_one();
   return ticket;
@@ -47,11 +49,13 @@ void CopyQueue::loop() {
     Task task;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      work_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
-      if (tasks_.empty()) return;  // stopping, nothing left
-      task = std::move(tasks_.front());
-      tasks_.pop_front();
+      work_.wait(lock, [&] { return stop_ || pending_ > 0; });
+      if (pending_ == 0) return;  // stopping, nothing left
+      task = std::move(ring_[head_]);
+      head_ = (head_ + 1) % ring_.size();
+      --pending_;
     }
+    space_.notify_one();
     double begin = task.observer ? now_seconds() : 0;
     if (task.bytes) std::memcpy(task.dst, task.src, task.bytes);
     if (task.observer) task.observer(task.ticket, task.bytes, begin, now_seconds());

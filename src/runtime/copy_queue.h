@@ -1,14 +1,16 @@
 // The copy queue: a thread that runs memory-kind copies in order, so they overlap with compute on
-// the calling thread. copy_start enqueues, copy_done waits for its ticket.
+// the calling thread. copy_start enqueues, copy_done waits for its ticket. Pending copies wait in a
+// ring of fixed capacity made with the queue (enqueue blocks while it is full), so a run's copies
+// never allocate.
 #pragma once
 
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 namespace ferry::runtime {
 
@@ -17,7 +19,7 @@ class CopyQueue {
   // Called on the copy thread around each copy (for timelines), with steady-clock seconds.
   using Observer = std::function<void(uint64_t ticket, size_t bytes, double begin, double end)>;
 
-  CopyQueue();
+  explicit CopyQueue(size_t capacity = 256);
   ~CopyQueue();
   CopyQueue(const CopyQueue&) = delete;
   CopyQueue& operator=(const CopyQueue&) = delete;
@@ -40,8 +42,9 @@ class CopyQueue {
   void loop();
 
   std::mutex mu_;
-  std::condition_variable work_, done_;
-  std::deque<Task> tasks_;
+  std::condition_variable work_, done_, space_;
+  std::vector<Task> ring_;       // pending copies: ring_[(head_ + i) % size] for i < pending_
+  size_t head_ = 0, pending_ = 0;
   uint64_t next_ticket_ = 1, finished_ = 0;
   bool stop_ = false;
   std::thread thread_;

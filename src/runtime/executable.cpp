@@ -6,26 +6,64 @@
 #include <fmt/format.h>
 
 #include "ferry/error.h"
-#include "runtime/cpu/kernels.h"
-#include "runtime/storage.h"
 #include "runtime/copy_queue.h"
+#include "runtime/cpu/kernels.h"
+#include "runtime/memory_resource.h"
+#include "runtime/storage.h"
 
 namespace ferry::runtime {
 
 using compiler::Slot;
 
+// The bookkeeping of one execution of a program, sized for it when made: a run fills it in place
+// and allocates nothing for it.
+struct Executable::State {
+  std::vector<uint64_t> tickets;  // per value: the copy in flight into it
+  std::vector<ConstView> in;      // operands of the equation running, sized for the widest
+  std::vector<MutView> out;
+  // Per equation with a body: the body's frame and state, and a scan's carries and stream tickets.
+  struct Body {
+    Frame frame;
+    std::unique_ptr<State> state;
+    std::vector<const void*> carry;
+    std::vector<void*> out_carry, scratch;
+    std::vector<std::array<uint64_t, 2>> fetch, store;
+  };
+  std::vector<Body> bodies;
+  // Top level only: the arenas (the tracker's room reserved), the call's frame, its outputs.
+  std::unique_ptr<Arenas> arenas;
+  Frame top;
+  std::vector<std::shared_ptr<detail::Storage>> owned;
+};
+
+// One finished run's State, taken by the next run (a concurrent run makes its own).
+struct Executable::StateCache {
+  std::mutex mu;
+  std::unique_ptr<State> idle;
+};
+
 Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_ptr<const compiler::MemoryPlan> plan,
-                       const std::string& backend)
-    : program_(std::move(program)), plan_(std::move(plan)) {
+                       const std::string& backend, Options options)
+    : program_(std::move(program)), plan_(std::move(plan)), options_(std::move(options)),
+      cache_(std::make_shared<StateCache>()) {
   if (backend != "cpu")
     throw Error(ErrorCode::unimplemented, fmt::format("backend \"{}\" is not available; this build has \"cpu\"", backend));
   const ir::Program& p = *program_;
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    const Slot& s = plan_->slots[static_cast<size_t>(p.outputs[i])];
+    if (s.where != Slot::Where::external_output || s.index != static_cast<int>(i))
+      throw Error(ErrorCode::internal, fmt::format("executable: output {} of {} is an input or another output; "
+                                                   "materialize_outputs gives each output a value of its own",
+                                                   i, p.name));
+  }
   kernels_.resize(p.equations.size());
   bodies_.resize(p.equations.size());
+  max_live_ = plan_->buffers.size();
   for (size_t e = 0; e < p.equations.size(); ++e) {
     const ir::Equation& eq = p.equations[e];
     if (plan_->bodies[e]) {
       bodies_[e] = std::make_shared<const Executable>(eq.subprograms.at(0), plan_->bodies[e]->plan, backend);
+      max_live_ += bodies_[e]->max_live_;
       continue;
     }
     if (eq.prim == Primitive::copy_start || eq.prim == Primitive::copy_done) continue;  // the copy queue's
@@ -35,13 +73,42 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_p
   }
 }
 
+std::unique_ptr<Executable::State> Executable::make_state() const {
+  const ir::Program& p = *program_;
+  auto st = std::make_unique<State>();
+  st->tickets.assign(p.values.size(), 0);
+  size_t widest_in = 0, widest_out = 0;
+  st->bodies.resize(p.equations.size());
+  for (size_t e = 0; e < p.equations.size(); ++e) {
+    const ir::Equation& eq = p.equations[e];
+    widest_in = std::max(widest_in, eq.inputs.size());
+    widest_out = std::max(widest_out, eq.outputs.size());
+    if (!bodies_[e]) continue;
+    const compiler::BodyPlan& bp = *plan_->bodies[e];
+    const ir::Program& body = bodies_[e]->program();
+    State::Body& b = st->bodies[e];
+    b.state = bodies_[e]->make_state();
+    b.frame.inputs.resize(body.inputs.size() + bp.prefetched.size());
+    b.frame.outputs.resize(body.outputs.size() + bp.postponed.size());
+    if (eq.prim == Primitive::scan) {
+      const auto nc = static_cast<size_t>(std::get<ir::ScanParams>(eq.params).num_carry);
+      b.carry.resize(nc);
+      b.out_carry.resize(nc);
+      b.scratch.resize(nc);
+      b.fetch.resize(bp.prefetched.size());
+      b.store.resize(bp.postponed.size());
+    }
+  }
+  st->in.resize(widest_in);
+  st->out.resize(widest_out);
+  return st;
+}
+
 void* Executable::address(const Frame& f, ir::ValueId v) const {
   const Slot& s = plan_->slots[static_cast<size_t>(v)];
   switch (s.where) {
-    case Slot::Where::arena: {
-      const compiler::Buffer& b = plan_->buffers[static_cast<size_t>(s.buffer)];
-      return f.arenas->base(b.kind) + f.origin[compiler::kind_index(b.kind)] + b.offset;
-    }
+    case Slot::Where::arena:
+      return buffer_address(f, s.buffer);
     case Slot::Where::argument:
     case Slot::Where::external_input:
       return const_cast<void*>(f.inputs[static_cast<size_t>(s.index)]);
@@ -51,8 +118,13 @@ void* Executable::address(const Frame& f, ir::ValueId v) const {
   return nullptr;
 }
 
-Executable::Frame Executable::body_frame(size_t e, const Frame& f) const {
-  Frame body;
+char* Executable::buffer_address(const Frame& f, int buffer) const {
+  const compiler::Buffer& b = plan_->buffers[static_cast<size_t>(buffer)];
+  return f.arenas->base(b.kind) + f.origin[compiler::kind_index(b.kind)] + b.offset;
+}
+
+// The parts of a body's frame that come from the enclosing one: its arenas, and its region in them.
+void Executable::enter_body(size_t e, const Frame& f, Frame& body) const {
   body.arenas = f.arenas;
   body.stats = f.stats;
   body.copies = f.copies;
@@ -62,43 +134,37 @@ Executable::Frame Executable::body_frame(size_t e, const Frame& f) const {
     int r = bp.region[k];
     body.origin[k] = f.origin[k] + (r >= 0 ? plan_->buffers[static_cast<size_t>(r)].offset : 0);
   }
-  return body;
 }
 
-void Executable::run_call(size_t e, const Frame& f) const {
+void Executable::run_call(size_t e, const Frame& f, State& st) const {
   const ir::Equation& eq = program_->equations[e];
-  Frame body = body_frame(e, f);
-  for (ir::ValueId v : eq.inputs) body.inputs.push_back(address(f, v));
-  for (ir::ValueId v : eq.outputs) body.outputs.push_back(address(f, v));
-  bodies_[e]->execute(body);
+  State::Body& b = st.bodies[e];
+  enter_body(e, f, b.frame);
+  for (size_t i = 0; i < eq.inputs.size(); ++i) b.frame.inputs[i] = address(f, eq.inputs[i]);
+  for (size_t i = 0; i < eq.outputs.size(); ++i) b.frame.outputs[i] = address(f, eq.outputs[i]);
+  bodies_[e]->execute(b.frame, *b.state);
 }
 
-void Executable::run_scan(size_t e, const Frame& f) const {
+void Executable::run_scan(size_t e, const Frame& f, State& st) const {
   const ir::Equation& eq = program_->equations[e];
   const ir::Program& body = bodies_[e]->program();
   const auto& p = std::get<ir::ScanParams>(eq.params);
   const size_t nc = static_cast<size_t>(p.num_carry), nx = static_cast<size_t>(p.num_xs);
   const compiler::BodyPlan& bp = *plan_->bodies[e];
-  auto buffer_address = [&](int b) {
-    const compiler::Buffer& buf = plan_->buffers[static_cast<size_t>(b)];
-    return f.arenas->base(buf.kind) + f.origin[compiler::kind_index(buf.kind)] + buf.offset;
-  };
-  Frame step = body_frame(e, f);
-  std::vector<const void*> carry(nc);
-  std::vector<void*> out_carry(nc), scratch(nc);
+  State::Body& b = st.bodies[e];
+  Frame& step = b.frame;
+  enter_body(e, f, step);
   for (size_t j = 0; j < nc; ++j) {
-    carry[j] = address(f, eq.inputs[j]);
-    out_carry[j] = address(f, eq.outputs[j]);
-    scratch[j] = buffer_address(bp.carry_scratch[j]);
+    b.carry[j] = address(f, eq.inputs[j]);
+    b.out_carry[j] = address(f, eq.outputs[j]);
+    b.scratch[j] = buffer_address(f, bp.carry_scratch[j]);
   }
-  step.inputs.resize(eq.inputs.size() + bp.prefetched.size());
-  step.outputs.resize(body.outputs.size() + bp.postponed.size());
   for (size_t j = nc + nx; j < eq.inputs.size(); ++j) step.inputs[j] = address(f, eq.inputs[j]);
   auto index_of = [&](int64_t s) { return p.reverse ? p.length - 1 - s : s; };
   auto slice = [&](ir::ValueId stacked, ir::ValueId body_value, int64_t i) {
     return static_cast<char*>(address(f, stacked)) + i * body.type(body_value).size_bytes();
   };
-  // Double-buffered streams: (ticket, buffer) per parity.
+  // Double-buffered streams: a ticket per parity.
   auto copy = [&](void* dst, const void* src, int64_t bytes, bool to_host) {
     (to_host ? f.stats->bytes_to_host : f.stats->bytes_to_device) += bytes;
     CopyQueue::Observer observer;
@@ -109,14 +175,16 @@ void Executable::run_scan(size_t e, const Frame& f) const {
         timeline->copy(name, static_cast<int64_t>(n), begin, end);
       };
     }
-    return f.copies->enqueue(dst, src, static_cast<size_t>(bytes), observer);
+    return f.copies->enqueue(dst, src, static_cast<size_t>(bytes), std::move(observer));
   };
-  std::vector<std::array<uint64_t, 2>> fetch_ticket(bp.prefetched.size()), store_ticket(bp.postponed.size());
+  for (auto& t : b.fetch) t = {0, 0};
+  for (auto& t : b.store) t = {0, 0};
   auto prefetch = [&](size_t k, int64_t s) {
-    const compiler::StreamedSlice& st = bp.prefetched[k];
-    ir::ValueId in = body.inputs[static_cast<size_t>(st.io)];
-    fetch_ticket[k][s % 2] = copy(buffer_address(st.buffers[s % 2]), slice(eq.inputs[static_cast<size_t>(st.io)], in, index_of(s)),
-                                  body.type(in).size_bytes(), false);
+    const compiler::StreamedSlice& sl = bp.prefetched[k];
+    ir::ValueId in = body.inputs[static_cast<size_t>(sl.io)];
+    b.fetch[k][s % 2] = copy(buffer_address(f, sl.buffers[s % 2]),
+                             slice(eq.inputs[static_cast<size_t>(sl.io)], in, index_of(s)), body.type(in).size_bytes(),
+                             false);
   };
   if (p.length > 0)
     for (size_t k = 0; k < bp.prefetched.size(); ++k) prefetch(k, 0);
@@ -125,40 +193,40 @@ void Executable::run_scan(size_t e, const Frame& f) const {
     // Carries alternate between the scratch buffer and the output so the last step lands in the output.
     const bool to_output = (p.length - 1 - s) % 2 == 0;
     for (size_t j = 0; j < nc; ++j) {
-      step.inputs[j] = carry[j];
-      step.outputs[j] = to_output ? out_carry[j] : scratch[j];
+      step.inputs[j] = b.carry[j];
+      step.outputs[j] = to_output ? b.out_carry[j] : b.scratch[j];
     }
     for (size_t j = 0; j < nx; ++j) step.inputs[nc + j] = slice(eq.inputs[nc + j], body.inputs[nc + j], i);
     for (size_t j = nc; j < body.outputs.size(); ++j) step.outputs[j] = slice(eq.outputs[j], body.outputs[j], i);
     for (size_t k = 0; k < bp.prefetched.size(); ++k) {
-      f.copies->wait(fetch_ticket[k][s % 2]);
-      step.inputs[static_cast<size_t>(bp.prefetched[k].external)] = buffer_address(bp.prefetched[k].buffers[s % 2]);
+      f.copies->wait(b.fetch[k][s % 2]);
+      step.inputs[static_cast<size_t>(bp.prefetched[k].external)] = buffer_address(f, bp.prefetched[k].buffers[s % 2]);
       if (s + 1 < p.length) prefetch(k, s + 1);  // the next slice comes in while this step computes
     }
     for (size_t k = 0; k < bp.postponed.size(); ++k) {
-      if (store_ticket[k][s % 2]) f.copies->wait(store_ticket[k][s % 2]);  // the buffer's last copy out
-      step.outputs[static_cast<size_t>(bp.postponed[k].external)] = buffer_address(bp.postponed[k].buffers[s % 2]);
+      if (b.store[k][s % 2]) f.copies->wait(b.store[k][s % 2]);  // the buffer's last copy out
+      step.outputs[static_cast<size_t>(bp.postponed[k].external)] = buffer_address(f, bp.postponed[k].buffers[s % 2]);
     }
-    bodies_[e]->execute(step);
+    bodies_[e]->execute(step, *b.state);
     for (size_t k = 0; k < bp.postponed.size(); ++k) {
-      const compiler::StreamedSlice& st = bp.postponed[k];
-      ir::ValueId out = body.outputs[static_cast<size_t>(st.io)];
-      store_ticket[k][s % 2] = copy(slice(eq.outputs[static_cast<size_t>(st.io)], out, i),
-                                    buffer_address(st.buffers[s % 2]), body.type(out).size_bytes(), true);
+      const compiler::StreamedSlice& sl = bp.postponed[k];
+      ir::ValueId out = body.outputs[static_cast<size_t>(sl.io)];
+      b.store[k][s % 2] = copy(slice(eq.outputs[static_cast<size_t>(sl.io)], out, i), buffer_address(f, sl.buffers[s % 2]),
+                               body.type(out).size_bytes(), true);
     }
-    for (size_t j = 0; j < nc; ++j) carry[j] = step.outputs[j];
+    for (size_t j = 0; j < nc; ++j) b.carry[j] = step.outputs[j];
   }
-  for (auto& t : store_ticket)
+  for (auto& t : b.store)
     for (uint64_t ticket : t)
       if (ticket) f.copies->wait(ticket);
   if (p.length == 0)
     for (size_t j = 0; j < nc; ++j) {
       size_t bytes = static_cast<size_t>(program_->type(eq.outputs[j]).size_bytes());
-      if (bytes) std::memcpy(out_carry[j], carry[j], bytes);
+      if (bytes) std::memcpy(b.out_carry[j], b.carry[j], bytes);
     }
 }
 
-void Executable::start_copy(size_t e, const Frame& f, std::vector<uint64_t>& tickets) const {
+void Executable::start_copy(size_t e, const Frame& f, State& st) const {
   const ir::Program& p = *program_;
   const ir::Equation& eq = p.equations[e];
   ir::ValueId src = eq.inputs[0], dst = eq.outputs[0];
@@ -174,10 +242,11 @@ void Executable::start_copy(size_t e, const Frame& f, std::vector<uint64_t>& tic
       timeline->copy(name, static_cast<int64_t>(n), begin, end);
     };
   }
-  tickets[static_cast<size_t>(dst)] = f.copies->enqueue(address(f, dst), address(f, src), static_cast<size_t>(bytes), observer);
+  st.tickets[static_cast<size_t>(dst)] =
+      f.copies->enqueue(address(f, dst), address(f, src), static_cast<size_t>(bytes), std::move(observer));
 }
 
-void Executable::execute(const Frame& f) const {
+void Executable::execute(const Frame& f, State& st) const {
   const ir::Program& p = *program_;
   const compiler::MemoryPlan& plan = *plan_;
   auto take = [&](int b, bool acquire) {
@@ -187,29 +256,27 @@ void Executable::execute(const Frame& f) const {
     if (acquire) f.arenas->acquire(buf.kind, offset, buf.size);
     else f.arenas->release(buf.kind, offset, buf.size);
   };
-  std::vector<ConstView> in;
-  std::vector<MutView> out;
-  std::vector<uint64_t> tickets(p.values.size(), 0);  // copies in flight, by destination value
   for (size_t e = 0; e < p.equations.size(); ++e) {
     const ir::Equation& eq = p.equations[e];
     if (plan.skip[e]) continue;  // a copy the enclosing scan runner streams
     for (int b : plan.acquire_before[e]) take(b, true);
     double begin = f.timeline ? now_seconds() : 0;
     if (eq.prim == Primitive::copy_start) {
-      start_copy(e, f, tickets);
+      start_copy(e, f, st);
     } else if (eq.prim == Primitive::copy_done) {
-      f.copies->wait(tickets[static_cast<size_t>(eq.inputs[0])]);
+      f.copies->wait(st.tickets[static_cast<size_t>(eq.inputs[0])]);
       if (address(f, eq.outputs[0]) != address(f, eq.inputs[0]))
         throw Error(ErrorCode::internal, "memory plan: a copy's result is not where its copy_start wrote");
     } else if (bodies_[e]) {
-      if (eq.prim == Primitive::scan) run_scan(e, f);
-      else run_call(e, f);
+      if (eq.prim == Primitive::scan) run_scan(e, f, st);
+      else run_call(e, f, st);
     } else {
-      in.clear();
-      out.clear();
-      for (ir::ValueId v : eq.inputs) in.push_back({address(f, v), &p.type(v)});
-      for (ir::ValueId v : eq.outputs) out.push_back({address(f, v), &p.type(v)});
-      kernels_[e](eq, in, out);
+      for (size_t i = 0; i < eq.inputs.size(); ++i) st.in[i] = {address(f, eq.inputs[i]), &p.type(eq.inputs[i])};
+      for (size_t i = 0; i < eq.outputs.size(); ++i) st.out[i] = {address(f, eq.outputs[i]), &p.type(eq.outputs[i])};
+      Workspace workspace;
+      if (int w = plan.workspace[e]; w >= 0) workspace = Workspace(buffer_address(f, w), plan.buffers[static_cast<size_t>(w)].size);
+      kernels_[e](eq, std::span<const ConstView>(st.in.data(), eq.inputs.size()),
+                  std::span<const MutView>(st.out.data(), eq.outputs.size()), workspace);
       if (eq.prim == Primitive::device_put) {
         MemoryKind from = p.type(eq.inputs[0]).kind, to = p.type(eq.outputs[0]).kind;
         int64_t bytes = p.type(eq.outputs[0]).size_bytes();
@@ -229,48 +296,110 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
   if (args.size() != p.inputs.size())
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("{} takes {} argument(s), got {}", p.name, p.inputs.size(), args.size()));
-  Frame f;
-  int64_t device_args = 0, host_args = 0;
+  // The argument buffers the call holds, as their resources handed them out.
+  std::array<int64_t, kNumKinds> held{};
   for (size_t i = 0; i < args.size(); ++i) {
     const ir::Type& want = p.type(p.inputs[i]);
     const Array& a = args[i];
+    if (a.is_deleted())
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("argument {} of {} was donated to an earlier call; its buffer belongs to that call's output",
+                              i, p.name));
     if (!a.defined() || a.dtype() != want.dtype || a.shape() != want.shape || a.memory_kind() != want.kind) {
       std::string got = a.defined() ? ir::to_string(ir::Type{a.dtype(), a.shape(), a.memory_kind()}) : "an empty Array";
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("argument {} of {} must be {}, got {}", i, p.name, ir::to_string(want), got));
     }
-    f.inputs.push_back(a.data());
-    (want.kind == MemoryKind::device ? device_args : host_args) += want.size_bytes();
+    held[compiler::kind_index(want.kind)] += static_cast<int64_t>(a.storage()->bytes);
   }
+  // A donated buffer is consumed: no other argument of the call may read it.
+  const std::vector<char>& donated = options_.donated;
+  for (size_t i = 0; i < args.size() && i < donated.size(); ++i) {
+    if (!donated[i]) continue;
+    for (size_t j = 0; j < args.size(); ++j)
+      if (j != i && args[j].storage() == args[i].storage())
+        throw Error(ErrorCode::invalid_argument,
+                    fmt::format("argument {} of {} is donated, but the same buffer is also argument {}", i, p.name, j));
+  }
+
+  // The bookkeeping of the last finished run, or (the first run, or one running beside another)
+  // a new one.
+  std::unique_ptr<State> st;
+  {
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    st = std::move(cache_->idle);
+  }
+  if (!st) {
+    st = make_state();
+    st->arenas = std::make_unique<Arenas>(max_live_);
+    st->top.inputs.resize(p.inputs.size());
+    st->top.outputs.resize(p.outputs.size());
+    st->owned.resize(p.outputs.size());
+  }
+  struct GiveBack {  // the state back to the cache, the arenas back to their resources
+    StateCache& cache;
+    std::unique_ptr<State>& st;
+    ~GiveBack() {
+      st->arenas->close();
+      for (auto& o : st->owned) o.reset();
+      std::lock_guard<std::mutex> lock(cache.mu);
+      cache.idle = std::move(st);
+    }
+  } give_back{*cache_, st};
+
   auto start = std::chrono::steady_clock::now();
-  auto arenas = std::make_shared<Arenas>(plan_->arena_size);
-  arenas->set_timeline(timeline);
   stats = ExecutionStats{};
-  f.arenas = arenas.get();
+  Tally tally;
+  Frame& f = st->top;
+  for (size_t i = 0; i < args.size(); ++i) f.inputs[i] = args[i].data();
+  // Each output is an allocation of its own, which its Array will own; an aliased one is written
+  // straight into its donated argument's buffer.
+  for (size_t o = 0; o < p.outputs.size(); ++o) {
+    const ir::Type& t = p.type(p.outputs[o]);
+    int alias = plan_->output_alias.empty() ? -1 : plan_->output_alias[o];
+    if (alias >= 0) {
+      f.outputs[o] = const_cast<void*>(f.inputs[static_cast<size_t>(alias)]);
+    } else {
+      st->owned[o] = detail::Storage::allocate(static_cast<size_t>(t.size_bytes()), t.kind, false, &tally);
+      f.outputs[o] = st->owned[o]->data;
+    }
+  }
+  // From here on the donated arguments belong to this call, whether or not it succeeds.
+  for (size_t i = 0; i < args.size() && i < donated.size(); ++i)
+    if (donated[i]) args[i].storage()->donated = true;
+  st->arenas->open(plan_->arena_size, &tally, options_.checked);
+  st->arenas->set_timeline(timeline);
+  f.arenas = st->arenas.get();
   f.stats = &stats;
   f.copies = &copies;
   f.timeline = timeline;
   try {
-    execute(f);
+    execute(f, *st);
   } catch (...) {
     copies.drain();  // copies in flight still use the arenas that unwinding frees
     throw;
   }
-  arenas->set_timeline(nullptr);  // outputs keep the arenas; the timeline may go first
+  st->arenas->set_timeline(nullptr);
+  st->arenas->close();  // the outputs do not need the arena
   stats.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  stats.device_high_water_bytes = device_args + arenas->high_water(MemoryKind::device);
-  stats.host_high_water_bytes =
-      host_args + arenas->high_water(MemoryKind::pinned_host) + arenas->high_water(MemoryKind::unpinned_host);
+  const auto dev = compiler::kind_index(MemoryKind::device), pinned = compiler::kind_index(MemoryKind::pinned_host),
+             unpinned = compiler::kind_index(MemoryKind::unpinned_host);
+  stats.device_high_water_bytes = held[dev] + tally.high_water[dev];
+  // The host kinds together: a run allocates all it holds when it starts, so the high-water of
+  // their sum is the sum of their high-waters.
+  stats.host_high_water_bytes = held[pinned] + held[unpinned] + tally.high_water[pinned] + tally.high_water[unpinned];
   std::vector<Array> results;
-  for (ir::ValueId v : p.outputs) {
-    const ir::Type& t = p.type(v);
-    auto s = std::make_shared<detail::Storage>();
-    s->data = address(f, v);
-    s->bytes = static_cast<size_t>(t.size_bytes());
-    s->kind = t.kind;
-    s->release = [keep = arenas](void*) {};
-    results.emplace_back(std::move(s), t.dtype, t.shape, t.kind);
+  results.reserve(p.outputs.size());
+  for (size_t o = 0; o < p.outputs.size(); ++o) {
+    const ir::Type& t = p.type(p.outputs[o]);
+    int alias = plan_->output_alias.empty() ? -1 : plan_->output_alias[o];
+    if (alias >= 0)
+      st->owned[o] = detail::Storage::adopt(args[static_cast<size_t>(alias)].storage()->give_up(),
+                                            static_cast<size_t>(t.size_bytes()), t.kind);
+    results.emplace_back(std::move(st->owned[o]), t.dtype, t.shape, t.kind);
   }
+  for (size_t i = 0; i < args.size() && i < donated.size(); ++i)
+    if (donated[i] && args[i].storage()->data != nullptr) args[i].storage()->free_donated();
   return results;
 }
 

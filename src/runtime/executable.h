@@ -1,12 +1,18 @@
 // Executable: a scheduled, planned program ready to run on a backend. Every value lives where the
-// memory plan put it: in one arena per memory kind (allocated once per run, exactly the planned
-// size), in the caller's arguments, or (in bodies) in buffers the enclosing equation provides.
-// Running never allocates device memory outside the arena, and the arena tracker checks the plan
-// as it goes (no overlap, no byte outside) and measures the high-water mark.
+// memory plan put it: in one arena per memory kind (allocated from the kind's memory resource when
+// a run starts, exactly the planned size, and given back when it ends), in the caller's arguments,
+// in the outputs (one allocation each, owned by the returned Arrays, or a donated argument's
+// buffer), or (in bodies) in buffers the enclosing equation provides. Kernels get their scratch
+// memory from planned workspace buffers. The arena tracker checks the plan as it goes (no overlap,
+// no byte outside), and buffers outside their live range are poisoned (AddressSanitizer builds) or
+// filled with a NaN pattern (checked mode). Apart from the Arrays it returns, a run allocates
+// nothing but what the memory resources count: its bookkeeping is sized when the first run starts
+// and reused by every later one.
 #pragma once
 
 #include <array>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,22 +22,29 @@
 #include "ir/program.h"
 #include "runtime/arena.h"
 #include "runtime/copy_queue.h"
-#include "runtime/timeline.h"
 #include "runtime/kernel.h"
+#include "runtime/timeline.h"
 
 namespace ferry::runtime {
 
+struct ExecutableOptions {
+  std::vector<char> donated;  // per input of the top-level program: a call consumes that argument
+  bool checked = false;       // CompileOptions::checked
+};
+
 class Executable {
  public:
+  using Options = ExecutableOptions;
+
   // Binds every equation to a kernel of `backend` (UNIMPLEMENTED for an unknown backend or a missing
   // kernel) and runs bodies as nested executables with their own plans.
   Executable(std::shared_ptr<const ir::Program> program, std::shared_ptr<const compiler::MemoryPlan> plan,
-             const std::string& backend);
+             const std::string& backend, Options options = {});
 
-  // Checks the arguments against the program's inputs (count, dtype, shape, memory kind:
-  // INVALID_ARGUMENT naming the argument), runs, and returns the outputs (views of the arena, which
-  // lives as long as any of them). Copies between memory kinds run on `copies`. Fills `stats` with
-  // what it measured, and `timeline` (may be null) with what happened when.
+  // Checks the arguments against the program's inputs (count, dtype, shape, memory kind, not
+  // donated before: INVALID_ARGUMENT naming the argument), runs, and returns the outputs, each
+  // owning its buffer. Donated arguments are consumed. Copies between memory kinds run on `copies`.
+  // Fills `stats` with what it measured, and `timeline` (may be null) with what happened when.
   std::vector<Array> run(const std::vector<Array>& args, ExecutionStats& stats, CopyQueue& copies,
                          Timeline* timeline = nullptr) const;
 
@@ -44,23 +57,30 @@ class Executable {
     Arenas* arenas = nullptr;
     std::array<int64_t, kNumKinds> origin{};  // offset of this program's arena region per kind
     std::vector<const void*> inputs;          // arguments or external inputs
-    std::vector<void*> outputs;               // external outputs (bodies)
+    std::vector<void*> outputs;               // external outputs
     ExecutionStats* stats = nullptr;
     CopyQueue* copies = nullptr;
     Timeline* timeline = nullptr;
   };
+  struct State;
+  struct StateCache;
 
-  void execute(const Frame& frame) const;
+  std::unique_ptr<State> make_state() const;
+  void execute(const Frame& frame, State& state) const;
   void* address(const Frame& frame, ir::ValueId v) const;
-  void run_scan(size_t e, const Frame& frame) const;
-  void run_call(size_t e, const Frame& frame) const;
-  void start_copy(size_t e, const Frame& frame, std::vector<uint64_t>& tickets) const;
-  Frame body_frame(size_t e, const Frame& frame) const;
+  char* buffer_address(const Frame& frame, int buffer) const;
+  void run_scan(size_t e, const Frame& frame, State& state) const;
+  void run_call(size_t e, const Frame& frame, State& state) const;
+  void start_copy(size_t e, const Frame& frame, State& state) const;
+  void enter_body(size_t e, const Frame& frame, Frame& body) const;
 
   std::shared_ptr<const ir::Program> program_;
   std::shared_ptr<const compiler::MemoryPlan> plan_;
   std::vector<KernelFn> kernels_;                        // per equation (null for bodies)
   std::vector<std::shared_ptr<const Executable>> bodies_;  // per equation (null for kernels)
+  Options options_;
+  size_t max_live_ = 0;  // buffers of this plan and its bodies': the most live at once
+  std::shared_ptr<StateCache> cache_;  // the bookkeeping of a finished run, for the next one
 };
 
 }  // namespace ferry::runtime

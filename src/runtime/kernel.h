@@ -2,6 +2,7 @@
 // input buffers and writes output buffers already allocated (by the runtime) with the output types.
 #pragma once
 
+#include <cstdint>
 #include <span>
 
 #include "ir/program.h"
@@ -20,9 +21,48 @@ struct MutView {
   template <class T> T* as() const { return static_cast<T*>(data); }
 };
 
+// Scratch memory the memory plan gives one kernel call (a workspace buffer in the arena, live only
+// while the kernel runs): exactly the bytes the backend declared for the equation's types. A kernel
+// takes pieces of it in a fixed order; each piece starts 64-byte aligned. Taking more than was
+// declared is INTERNAL: the kernel's declaration is wrong.
+class Workspace {
+ public:
+  Workspace() = default;
+  Workspace(void* data, int64_t bytes) : data_(static_cast<char*>(data)), size_(bytes) {}
+
+  // The bytes a piece of `bytes` bytes uses.
+  static constexpr int64_t piece(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+
+  template <class T> T* take(int64_t count) {
+    const int64_t bytes = piece(count * static_cast<int64_t>(sizeof(T)));
+    if (used_ + bytes > size_) overdrawn(bytes);
+    T* p = reinterpret_cast<T*>(data_ + used_);
+    used_ += bytes;
+    return p;
+  }
+  int64_t size() const { return size_; }
+
+ private:
+  [[noreturn]] void overdrawn(int64_t bytes) const;
+  char* data_ = nullptr;
+  int64_t size_ = 0, used_ = 0;
+};
+
+// A kernel's workspace declaration: one add<T>(count) per take<T>(count) the kernel will make.
+struct WorkspaceSize {
+  int64_t bytes = 0;
+  template <class T> void add(int64_t count) { bytes += Workspace::piece(count * static_cast<int64_t>(sizeof(T))); }
+};
+
 // Kernels read parameters from `eq`. Buffers are dense row-major; bool is one byte per element.
-// Outputs never alias inputs unless the runtime says so (it does not yet).
-using KernelFn = void (*)(const ir::Equation& eq, std::span<const ConstView> inputs,
-                          std::span<const MutView> outputs);
+// An output shares its buffer with an input only where the memory plan writes in place (the
+// elementwise primitives of compiler::in_place_candidates); kernels allocate nothing: scratch memory
+// comes from `workspace`, per-dimension bookkeeping lives on the stack.
+using KernelFn = void (*)(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                          Workspace& workspace);
+
+// The workspace bytes the kernel of `eq` needs for these operand and result types.
+using WorkspaceSizeFn = int64_t (*)(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
+                                    std::span<const ir::Type* const> outputs);
 
 }  // namespace ferry::runtime

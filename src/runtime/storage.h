@@ -1,12 +1,14 @@
-// Storage: the bytes behind an Array. Heap storage by default; the runtime can wrap memory it owns
-// (a slice of an arena) with a release callback instead.
+// Storage: the bytes behind an Array, always from the memory resource of its kind, which counts
+// them. A Storage owns its bytes until it is destroyed, or until a compiled call takes them over
+// (donation): then it is left empty and marked donated, and every Array that shares it refuses to
+// be read (INVALID_ARGUMENT) instead of reading memory that now belongs to the call's output.
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <memory>
 
 #include "ferry/types.h"
+#include "runtime/memory_resource.h"
 
 namespace ferry::detail {
 
@@ -14,17 +16,33 @@ struct Storage {
   void* data = nullptr;
   size_t bytes = 0;
   MemoryKind kind = MemoryKind::device;
-  std::function<void(void*)> release;  // frees `data`
+  bool donated = false;
 
   Storage() = default;
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
-  ~Storage() {
-    if (release) release(data);
-  }
+  ~Storage() { runtime::deallocate(kind, data, bytes); }
 
-  // 64-byte aligned heap bytes (never null, even for zero bytes); zero-filled when `zero`.
-  static std::shared_ptr<Storage> heap(size_t bytes, MemoryKind kind, bool zero);
+  // `bytes` of `kind` from its memory resource (never null, even for zero bytes); zero-filled when
+  // `zero`. A run passes its tally so the bytes count as the run's.
+  static std::shared_ptr<Storage> allocate(size_t bytes, MemoryKind kind, bool zero, runtime::Tally* tally = nullptr);
+  // Takes over `data` (allocated by the resource for `kind`, `bytes` long).
+  static std::shared_ptr<Storage> adopt(void* data, size_t bytes, MemoryKind kind);
+
+  // Hands the bytes to the caller (a donation an output reuses) and leaves this Storage empty and
+  // donated.
+  void* give_up() {
+    void* p = data;
+    data = nullptr;
+    bytes = 0;
+    donated = true;
+    return p;
+  }
+  // Frees the bytes now (a donation no output reused) and leaves this Storage empty and donated.
+  void free_donated() {
+    runtime::deallocate(kind, data, bytes);
+    give_up();
+  }
 };
 
 }  // namespace ferry::detail

@@ -1,5 +1,7 @@
 // jit's non-template half: trace sessions, Lowered and Compiled.
+#include <cmath>
 #include <fstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -16,6 +18,7 @@
 #include "trace/tracer.h"
 #include "transforms/unused_names.h"
 #include "ir/type.h"
+#include "runtime/workspace.h"
 
 namespace ferry {
 namespace detail {
@@ -37,12 +40,28 @@ Tensor TraceSession::input(const ShapeDtype& s) {
   return tracer_->add_input(ir::Type{s.dtype, s.shape, s.kind});
 }
 
-Lowered TraceSession::finish(const std::vector<Tensor>& outputs) {
+Lowered TraceSession::finish(const std::vector<Tensor>& outputs, std::vector<char> donated) {
   auto impl = std::make_shared<LoweredImpl>();
   impl->program = tracer_->finish(outputs);
+  impl->donated = std::move(donated);
   for (const transforms::NamedDecision& d : transforms::unneeded_names(tracer_->named_decisions()))
     impl->warnings.push_back(transforms::unneeded_warning(d));
   return Lowered(std::move(impl));
+}
+
+std::vector<char> donated_inputs(const std::vector<int>& donate_argnums, const std::vector<size_t>& leaves) {
+  std::vector<size_t> first(leaves.size() + 1, 0);
+  for (size_t i = 0; i < leaves.size(); ++i) first[i + 1] = first[i] + leaves[i];
+  std::vector<char> donated(first.back(), 0);
+  for (int a : donate_argnums) {
+    if (a < 0 || static_cast<size_t>(a) >= leaves.size())
+      throw Error(ErrorCode::invalid_argument, fmt::format("donate_argnums: {} is not an argument position of a function "
+                                                           "called with {} argument(s)",
+                                                           a, leaves.size()));
+    for (size_t i = first[static_cast<size_t>(a)]; i < first[static_cast<size_t>(a) + 1]; ++i) donated[i] = 1;
+  }
+  if (donate_argnums.empty()) donated.clear();
+  return donated;
 }
 
 }  // namespace detail
@@ -51,14 +70,37 @@ std::string Lowered::as_text() const { return ir::print(*impl_->program); }
 
 std::vector<std::string> Lowered::warnings() const { return impl_->warnings; }
 
-Compiled Lowered::compile(const CompileOptions& options) const {
+namespace {
+
+// The cost model divides by its rates: a zero, negative, infinite or NaN rate would make every
+// estimate meaningless (or NaN) and the placement of copies arbitrary.
+void check_rate(double rate, std::string_view name) {
+  if (!(rate > 0) || !std::isfinite(rate))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("CompileOptions.{} must be a positive, finite rate, got {}", name, rate));
+}
+
+void check_options(const CompileOptions& options) {
   if (options.device_memory_limit < 0)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("device_memory_limit must be >= 0 bytes (0 means no limit), got {}", options.device_memory_limit));
+  check_rate(options.link_bandwidth_bytes_per_s, "link_bandwidth_bytes_per_s");
+  check_rate(options.compute_flops_per_s, "compute_flops_per_s");
+}
+
+}  // namespace
+
+Compiled Lowered::compile(const CompileOptions& options) const {
+  check_options(options);
   auto program = compiler::run_pipeline(*impl_->program, options);
-  auto plan = compiler::plan_memory(*program, /*outputs_external=*/false);
+  compiler::PlanOptions plan_options;
+  plan_options.workspace = runtime::workspace_sizes(options.backend);
+  plan_options.donated = impl_->donated;
+  auto plan = compiler::plan_memory(*program, /*outputs_external=*/false, plan_options);
   compiler::check_device_limit(*program, *plan, options.device_memory_limit);
-  auto impl = std::make_shared<detail::CompiledImpl>(program, plan, runtime::Executable(program, plan, options.backend), options);
+  runtime::ExecutableOptions run_options{impl_->donated, options.checked};
+  auto impl = std::make_shared<detail::CompiledImpl>(
+      program, plan, runtime::Executable(program, plan, options.backend, run_options), options);
   impl->warnings = impl_->warnings;
   return Compiled(std::move(impl));
 }

@@ -16,6 +16,7 @@ namespace ferry::detail {
 
 struct LoweredImpl {
   std::shared_ptr<const ir::Program> program;
+  std::vector<char> donated;  // per input: jit's donate_argnums, flattened
   std::vector<std::string> warnings;  // see Lowered::warnings
 };
 

@@ -100,12 +100,14 @@ Tensor add(const Tensor& a, const Tensor& b) { return binary(Primitive::add, a, 
 Tensor sub(const Tensor& a, const Tensor& b) { return binary(Primitive::sub, a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(Primitive::mul, a, b); }
 Tensor div(const Tensor& a, const Tensor& b) { return binary(Primitive::div, a, b); }
-Tensor max(const Tensor& a, const Tensor& b) { return binary(Primitive::max, a, b); }
-Tensor max(const Tensor& a, double b) { return binary(Primitive::max, a, b); }
-Tensor max(double a, const Tensor& b) { return binary(Primitive::max, a, b); }
-Tensor min(const Tensor& a, const Tensor& b) { return binary(Primitive::min, a, b); }
-Tensor min(const Tensor& a, double b) { return binary(Primitive::min, a, b); }
-Tensor min(double a, const Tensor& b) { return binary(Primitive::min, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(Primitive::max, a, b); }
+Tensor maximum(const Tensor& a, double b) { return binary(Primitive::max, a, b); }
+Tensor maximum(double a, const Tensor& b) { return binary(Primitive::max, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(Primitive::min, a, b); }
+Tensor minimum(const Tensor& a, double b) { return binary(Primitive::min, a, b); }
+Tensor minimum(double a, const Tensor& b) { return binary(Primitive::min, a, b); }
+Tensor max(const Tensor& a, const Tensor& b) { return maximum(a, b); }
+Tensor min(const Tensor& a, const Tensor& b) { return minimum(a, b); }
 Tensor pow(const Tensor& a, const Tensor& b) { return binary(Primitive::pow, a, b); }
 Tensor pow(const Tensor& a, double b) { return binary(Primitive::pow, a, b); }
 Tensor pow(double a, const Tensor& b) { return binary(Primitive::pow, a, b); }
@@ -214,6 +216,21 @@ Tensor max(const Tensor& x) {
   return reduce(Primitive::reduce_max, x, all_axes(x));
 }
 Tensor reduce_max(const Tensor& x, const Axes& axes) { return reduce(Primitive::reduce_max, x, axes); }
+Tensor max(const Tensor& x, const Axes& axes) { return reduce_max(x, axes); }
+Tensor min(const Tensor& x) {
+  tracer_of(x, "reduce_min");
+  return reduce_min(x, all_axes(x));
+}
+// There is no reduce_min primitive. Negation reverses the order of floats exactly (NaN included),
+// so min is -max(-x) and differentiates through reduce_max's rule; for i32, where -INT32_MIN
+// overflows, -1 - x (bitwise not) reverses the order without overflow.
+Tensor reduce_min(const Tensor& x, const Axes& axes) {
+  tracer_of(x, "reduce_min");
+  if (x.dtype() == DType::boolean) invalid(fmt::format("reduce_min: needs a numeric dtype, got {}", x.type_string()));
+  if (x.dtype() == DType::i32) return -1.0 - reduce_max(-1.0 - x, axes);
+  return neg(reduce_max(neg(x), axes));
+}
+Tensor min(const Tensor& x, const Axes& axes) { return reduce_min(x, axes); }
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
   tracer_of(x, "reshape");

@@ -37,6 +37,40 @@ ir::RematDecision to_ir(const Decision& d) {
   return r;
 }
 
+std::string describe(const ir::Equation& eq, const ir::Program& p) {
+  std::string types;
+  for (ir::ValueId v : eq.outputs) types += (types.empty() ? "" : ", ") + ir::to_string(p.type(v));
+  return fmt::format("{} ({})", primitive_name(eq.prim), types);
+}
+
+// The policy's decision for one equation. A policy is user code: whatever it throws comes out as a
+// ferry::Error naming the policy and the equation, and an offload must start from the memory kind
+// the value lives in (a src that does not match would otherwise be silently ignored).
+ir::RematDecision decide(const Policy& policy, const ir::Equation& eq, const ir::Program& p) {
+  auto failed = [&](ErrorCode code, std::string_view what) {
+    return Error(code, fmt::format("checkpoint policy '{}' failed on {}: {}", policy.name(), describe(eq, p), what));
+  };
+  Decision d;
+  try {
+    d = policy(Equation(&eq, &p));
+  } catch (const Error& e) {
+    throw failed(e.code(), e.message());
+  } catch (const std::exception& e) {
+    throw failed(ErrorCode::invalid_argument, e.what());
+  } catch (...) {
+    throw failed(ErrorCode::invalid_argument, "it threw something that is not a std::exception");
+  }
+  ir::RematDecision r = to_ir(d);
+  if (r.kind == ir::RematDecision::Kind::offload)
+    for (ir::ValueId v : eq.outputs)
+      if (p.type(v).kind != r.src)
+        throw Error(ErrorCode::invalid_argument,
+                    fmt::format("checkpoint policy '{}' offloads {} from {} to {}, but the value lives in {}", policy.name(),
+                                describe(eq, p), memory_kind_name(r.src), memory_kind_name(r.dst),
+                                memory_kind_name(p.type(v).kind)));
+  return r;
+}
+
 // Whether `policy` decides `d` for a checkpoint_name equation because of its name: asked again
 // about the same equation without a name, it decides otherwise.
 bool decided_by_name(const ir::Equation& eq, const ir::Program& program, const Policy& policy,
@@ -44,7 +78,7 @@ bool decided_by_name(const ir::Equation& eq, const ir::Program& program, const P
   if (eq.prim != Primitive::checkpoint_name || eq.name.empty()) return false;
   ir::Equation unnamed = eq;
   unnamed.name.clear();
-  return to_ir(policy(Equation(&unnamed, &program))) != d;
+  return decide(policy, unnamed, program) != d;
 }
 
 // A copy of `program` with the policy's decision on every equation; scan bodies are annotated too,
@@ -52,7 +86,7 @@ bool decided_by_name(const ir::Equation& eq, const ir::Program& program, const P
 std::shared_ptr<const ir::Program> annotate(const ir::Program& program, const Policy& policy) {
   auto out = std::make_shared<ir::Program>(program);
   for (ir::Equation& eq : out->equations) {
-    eq.decision = to_ir(policy(Equation(&eq, out.get())));
+    eq.decision = decide(policy, eq, *out);
     eq.decision.by_name = decided_by_name(eq, *out, policy, eq.decision);
     if (eq.prim == Primitive::scan)
       for (auto& body : eq.subprograms) body = annotate(*body, policy);

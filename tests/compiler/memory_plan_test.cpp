@@ -10,23 +10,94 @@ namespace ferry::compiler {
 namespace {
 
 TEST(MemoryPlan, ReusesDeadBuffersAndWritesInPlace) {
-  // sin and cos are live together (128 B); add writes into sin's buffer, which it kills.
+  // sin and cos are live together (128 B); add writes into sin's buffer, which it kills. The
+  // output is not in the arena: it is an allocation of its own (4 B).
   auto p = ir::parse(
       "program @main(%0: f32[16]) {\n"
       "  %1 = sin %0 : f32[16]\n"
       "  %2 = cos %0 : f32[16]\n"
       "  %3 = add %1, %2 : f32[16]\n"
-      "  return %3\n"
+      "  %4 = reduce_sum[axes=[0]] %3 : f32[]\n"
+      "  return %4\n"
       "}\n");
   auto plan = plan_memory(*p, false);
   EXPECT_EQ(plan->arena_size[kind_index(MemoryKind::device)], 128);
   EXPECT_EQ(plan->slots[3].buffer, plan->slots[1].buffer);  // in place
+  EXPECT_EQ(plan->slots[4].where, Slot::Where::external_output);
   MemoryStats s = memory_stats(*p, *plan);
   EXPECT_EQ(s.argument_size_in_bytes, 64);
-  EXPECT_EQ(s.output_size_in_bytes, 64);
-  EXPECT_EQ(s.temp_size_in_bytes, 64);
-  EXPECT_EQ(s.peak_memory_in_bytes, 64 + 128);
+  EXPECT_EQ(s.output_size_in_bytes, 4);
+  EXPECT_EQ(s.temp_size_in_bytes, 128);
+  EXPECT_EQ(s.peak_memory_in_bytes, 64 + 4 + 128);
   EXPECT_EQ(s.host_temp_size_in_bytes, 0);
+}
+
+TEST(MemoryPlan, AnOutputTakesTheInPlaceChainThatEndsInIt) {
+  // sin's result dies in cos, which writes the output in place: both live in the output's own
+  // allocation, and the arena is empty.
+  auto chain = ir::parse(
+      "program @main(%0: f32[16]) {\n"
+      "  %1 = sin %0 : f32[16]\n"
+      "  %2 = cos %1 : f32[16]\n"
+      "  return %2\n"
+      "}\n");
+  auto plan = plan_memory(*chain, false);
+  EXPECT_EQ(plan->slots[1].where, Slot::Where::external_output);
+  EXPECT_EQ(plan->arena_size[kind_index(MemoryKind::device)], 0);
+  // Read by two equations, sin's result may die at either, depending on the order: it stays a
+  // temporary, so every order has the same buffers (optimal_schedule.h).
+  auto shared = ir::parse(
+      "program @main(%0: f32[16]) {\n"
+      "  %1 = sin %0 : f32[16]\n"
+      "  %2 = exp %1 : f32[16]\n"
+      "  %3 = reduce_sum[axes=[0]] %2 : f32[]\n"
+      "  %4 = cos %1 : f32[16]\n"
+      "  return %4, %3\n"
+      "}\n");
+  auto kept = plan_memory(*shared, false);
+  EXPECT_EQ(kept->slots[1].where, Slot::Where::arena);
+}
+
+TEST(MemoryPlan, AlignmentPaddingIsTemporary) {
+  // f32[3] temporaries take 64 B each in the arena: the padding is in temp, so the fields add up.
+  auto p = ir::parse(
+      "program @main(%0: f32[3]) {\n"
+      "  %1 = sin %0 : f32[3]\n"
+      "  %2 = cos %0 : f32[3]\n"
+      "  %3 = mul %1, %2 : f32[3]\n"
+      "  %4 = exp %3 : f32[3]\n"
+      "  return %4\n"
+      "}\n");
+  MemoryStats s = memory_stats(*p, *plan_memory(*p, false));
+  EXPECT_EQ(s.argument_size_in_bytes, 12);
+  EXPECT_EQ(s.output_size_in_bytes, 12);
+  EXPECT_EQ(s.temp_size_in_bytes, 128);
+  EXPECT_EQ(s.peak_memory_in_bytes, s.argument_size_in_bytes + s.output_size_in_bytes + s.temp_size_in_bytes);
+}
+
+TEST(MemoryPlan, KernelWorkspacesAreBuffersLiveWhileTheirEquationRuns) {
+  auto p = ir::parse(
+      "program @main(%0: f32[16]) {\n"
+      "  %1 = sin %0 : f32[16]\n"
+      "  %2 = cos %0 : f32[16]\n"
+      "  %3 = mul %1, %2 : f32[16]\n"
+      "  %4 = reduce_sum[axes=[0]] %3 : f32[]\n"
+      "  return %4\n"
+      "}\n");
+  PlanOptions options;
+  options.workspace = [](const ir::Program&, const ir::Equation& eq) -> int64_t {
+    return eq.prim == Primitive::cos ? 100 : 0;  // cos asks for 100 B of scratch
+  };
+  auto plan = plan_memory(*p, false, options);
+  ASSERT_GE(plan->workspace[1], 0);
+  const Buffer& w = plan->buffers[static_cast<size_t>(plan->workspace[1])];
+  EXPECT_EQ(w.size, 128);  // aligned like every buffer
+  EXPECT_EQ(w.start, 1);
+  EXPECT_EQ(w.end, 1);
+  EXPECT_EQ(plan->workspace[0], -1);
+  // sin's and cos's results (64 B each, live together at cos) and the workspace: 256 B.
+  EXPECT_EQ(memory_stats(*p, *plan).temp_size_in_bytes, 64 + 64 + 128);
+  EXPECT_NE(memory_report(*p, *plan).find("the kernel workspace of %2 = cos"), std::string::npos) << memory_report(*p, *plan);
 }
 
 TEST(MemoryPlan, OffloadedValuesLiveInTheHostArena) {
@@ -45,7 +116,7 @@ TEST(MemoryPlan, OffloadedValuesLiveInTheHostArena) {
   EXPECT_EQ(plan->arena_size[kind_index(MemoryKind::pinned_host)], 1024);
   EXPECT_EQ(plan->peak_live[kind_index(MemoryKind::device)], 2048);
   MemoryStats s = memory_stats(*p, *plan);
-  EXPECT_EQ(s.peak_memory_in_bytes, 1024 + 2048);
+  EXPECT_EQ(s.peak_memory_in_bytes, 1024 + 1024 + 2048);  // argument, output, temporaries
   EXPECT_EQ(s.host_temp_size_in_bytes, 1024);
   EXPECT_EQ(s.host_peak_memory_in_bytes, 1024);
 }
@@ -62,7 +133,8 @@ TEST(MemoryPlan, ScanBodiesArePlannedOnceWithStackedOutputsAsWholeBuffers) {
            "      return %3, %4\n"
            "    }\n"
            "  }\n"
-           "  return %2, %3\n"
+           "  %4 = reduce_sum[axes=[0,1]] %3 : f32[]\n"
+           "  return %4\n"
            "}\n";
   };
   auto short_plan = plan_memory(*ir::parse(text(8)), false);

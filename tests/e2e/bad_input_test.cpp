@@ -3,7 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
+#include <stdexcept>
 
 #include "ferry/ferry.h"
 #include "support/error_of.h"
@@ -201,6 +204,89 @@ TEST(BadInput, RunWithArgumentsOfTheWrongKind) {
   });
   expect_error(ErrorCode::invalid_argument, "empty", [&] { c.run({fy::Array{}}); });
   expect_error(ErrorCode::invalid_argument, "trace", [&] { c.run_traced({fy::ones({2, 3})}, "/nonexistent/dir/trace.json"); });
+}
+
+}  // namespace
+
+namespace {
+
+TEST(BadInput, NullData) {
+  expect_error(ErrorCode::invalid_argument, "null", [] { fy::Array::from_bytes(nullptr, 12, fy::DType::f32, {3}); });
+  // Nothing to read: a null pointer for no bytes is fine.
+  EXPECT_EQ(fy::Array::from_bytes(nullptr, 0, fy::DType::f32, {0}).size(), 0);
+}
+
+TEST(BadInput, CostModelRates) {
+  fy::Lowered l = lower1([](fy::Tensor x) { return fy::sum(fy::sin(x)); });
+  for (double rate : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    expect_error(ErrorCode::invalid_argument, "link_bandwidth_bytes_per_s", [&] {
+      l.compile({.link_bandwidth_bytes_per_s = rate});
+    });
+    expect_error(ErrorCode::invalid_argument, "compute_flops_per_s", [&] { l.compile({.compute_flops_per_s = rate}); });
+  }
+}
+
+fy::Lowered differentiate_with(const fy::Policy& policy) {
+  return fy::jit([&](fy::Tensor x) {
+    return fy::grad([&](fy::Tensor y) {
+      return fy::sum(fy::checkpoint([](fy::Tensor z) { return fy::sin(fy::checkpoint_name(fy::sin(z), "x")); }, policy)(y));
+    })(x);
+  }).lower(fy::ones({3}));
+}
+
+TEST(BadInput, PoliciesThatThrow) {
+  // Whatever a custom policy throws comes out as a ferry::Error naming the policy and the equation.
+  expect_error(ErrorCode::invalid_argument, "checkpoint policy 'exploding' failed on sin (f32[3]): boom", [] {
+    differentiate_with(fy::Policy([](const fy::Equation&) -> fy::Decision { throw std::runtime_error("boom"); }, "exploding"));
+  });
+  expect_error(ErrorCode::invalid_argument, "not a std::exception", [] {
+    differentiate_with(fy::Policy([](const fy::Equation&) -> fy::Decision { throw 42; }, "integer"));
+  });
+  // A ferry::Error from inside keeps its code and gains the policy's name.
+  expect_error(ErrorCode::invalid_argument, "policy 'careless' failed on sin (f32[3]): dot_dims", [] {
+    differentiate_with(fy::Policy([](const fy::Equation& e) -> fy::Decision {
+      return e.dot_dims().lhs_batch.empty() ? fy::Decision{fy::Saveable{}} : fy::Decision{fy::Recompute{}};
+    }, "careless"));
+  });
+}
+
+TEST(BadInput, OffloadFromAnotherMemoryKind) {
+  // The values live on the device: an offload that says they start in host memory is a mistake.
+  expect_error(ErrorCode::invalid_argument, "offloads sin (f32[3]) from pinned_host to unpinned_host, but the value lives in device", [] {
+    differentiate_with(fy::Policy([](const fy::Equation&) -> fy::Decision {
+      return fy::Offloadable{fy::MemoryKind::pinned_host, fy::MemoryKind::unpinned_host};
+    }));
+  });
+  expect_error(ErrorCode::invalid_argument, "but the value lives in device", [] {
+    differentiate_with(fy::policies::save_and_offload_only_these_names({}, {"x"}, fy::MemoryKind::unpinned_host,
+                                                                       fy::MemoryKind::pinned_host));
+  });
+  // The matching kind compiles and runs.
+  fy::Lowered ok = differentiate_with(
+      fy::policies::save_and_offload_only_these_names({}, {"x"}, fy::MemoryKind::device, fy::MemoryKind::pinned_host));
+  fy::testing::run_checked(ok.compile(), {fy::ones({3})});
+}
+
+// Copies the runtime cannot honour are rejected by the verifier (INVALID_ARGUMENT), never INTERNAL.
+TEST(BadInput, CopyDestinationsReadOutsideTheirPair) {
+  const std::string header = "program @main(%0: f32[4]) {\n  %1 = copy_start[dst=pinned_host] %0 : f32[4]{pinned_host}\n";
+  for (const std::string& rest : std::vector<std::string>{
+           // read after its copy_done
+           "  %2 = copy_done %1, %0 : f32[4]{pinned_host}\n  %3 = device_put[dst=device] %1 : f32[4]\n  return %3\n}\n",
+           // read while the copy may still write it
+           "  %2 = device_put[dst=device] %1 : f32[4]\n  %3 = copy_done %1, %0 : f32[4]{pinned_host}\n  return %2\n}\n",
+           // returned
+           "  %2 = copy_done %1, %0 : f32[4]{pinned_host}\n  return %1\n}\n"})
+    expect_error(ErrorCode::invalid_argument, "destination of a copy_start", [&] { fy::parse_program(header + rest); });
+}
+
+TEST(BadInput, UnusedCopyDone) {
+  // An unused copy pair is dead code like any other: compiling removes both halves and runs.
+  fy::Lowered l = fy::parse_program(
+      "program @main(%0: f32[4]) {\n  %1 = copy_start[dst=pinned_host] %0 : f32[4]{pinned_host}\n"
+      "  %2 = copy_done %1, %0 : f32[4]{pinned_host}\n  %3 = sin %0 : f32[4]\n  return %3\n}\n");
+  std::vector<fy::Array> out = fy::testing::run_checked(l.compile(), {fy::ones({4})});
+  EXPECT_FLOAT_EQ(out.at(0).to_vector<float>().at(0), std::sin(1.0f));
 }
 
 }  // namespace

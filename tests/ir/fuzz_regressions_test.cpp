@@ -47,7 +47,7 @@ TEST(FuzzRegressions, CopyDoneMustNameItsCopyStartsSource) {
     ADD_FAILURE() << "parsed";
   } catch (const ferry::Error& e) {
     EXPECT_EQ(e.code(), ferry::ErrorCode::invalid_argument);
-    EXPECT_NE(std::string(e.what()).find("waits for the copy of %2 (equation 2) but names %3 as its source"),
+    EXPECT_NE(std::string(e.what()).find("waits for the copy of %2 (%4 = copy_start) but names %3 as its source"),
               std::string::npos) << e.what();
   }
 }

@@ -83,7 +83,7 @@ TEST(Verifier, AcceptsValuesWithoutOperandsAndMemoryKinds) {
 TEST(Verifier, RejectsOperandIdOutOfRange) {
   Program p = good_program();
   p.equations[1].inputs[1] = 9;
-  EXPECT_EQ(rejected(p), "program 'main': equation 1 (dot_general): operand 1 is %9, out of range (the program "
+  EXPECT_EQ(rejected(p), "program 'main': %3 = dot_general: operand 1 is %9, out of range (the program "
                          "has 5 values)");
   p.equations[1].inputs[1] = -1;
   EXPECT_THAT(rejected(p), HasSubstr("operand 1 is %-1, out of range"));
@@ -92,19 +92,19 @@ TEST(Verifier, RejectsOperandIdOutOfRange) {
 TEST(Verifier, RejectsUseBeforeDefinition) {
   Program p = good_program();
   std::swap(p.equations[0], p.equations[1]);  // dot reads sin's output before sin runs
-  EXPECT_EQ(rejected(p), "program 'main': equation 0 (dot_general): operand 0 uses %2 before it is defined");
+  EXPECT_EQ(rejected(p), "program 'main': %2 = dot_general: operand 0 uses %2 before it is defined");
 }
 
 TEST(Verifier, RejectsUseOfAValueNothingDefines) {
   Program p = good_program();
   p.inputs = {0};  // w (%1) is no longer an input
-  EXPECT_THAT(rejected(p), HasSubstr("equation 1 (dot_general): operand 1 uses %1 before it is defined"));
+  EXPECT_THAT(rejected(p), HasSubstr("%2 = dot_general: operand 1 uses %1 before it is defined"));
 }
 
 TEST(Verifier, RejectsDoubleDefinition) {
   Program p = good_program();
   p.equations[1].outputs = {2};  // dot redefines sin's output
-  EXPECT_EQ(rejected(p), "program 'main': equation 1 (dot_general): output 0 defines %2 a second time (values are "
+  EXPECT_EQ(rejected(p), "program 'main': %3 = dot_general: output 0 defines %2 a second time (values are "
                          "assigned once)");
 
   Program q = good_program();
@@ -113,7 +113,7 @@ TEST(Verifier, RejectsDoubleDefinition) {
 
   Program r = good_program();
   r.equations[0].outputs = {0};  // sin writes over its own input
-  EXPECT_THAT(rejected(r), HasSubstr("equation 0 (sin): output 0 defines %0 a second time"));
+  EXPECT_THAT(rejected(r), HasSubstr("%2 = sin: output 0 defines %0 a second time"));
 }
 
 TEST(Verifier, RejectsBadProgramInputsAndOutputs) {
@@ -134,18 +134,18 @@ TEST(Verifier, RejectsBadProgramInputsAndOutputs) {
 TEST(Verifier, RejectsEquationOutputIdOutOfRange) {
   Program p = good_program();
   p.equations[2].outputs = {12};
-  EXPECT_THAT(rejected(p), HasSubstr("equation 2 (reduce_sum): output 0 is %12, out of range"));
+  EXPECT_THAT(rejected(p), HasSubstr("%4 = reduce_sum: output 0 is %12, out of range"));
 }
 
 TEST(Verifier, RejectsDeclaredTypesThatDifferFromTheRule) {
   Program p = good_program();
   p.values[3] = f32({4, 2});  // dot's output declared with the wrong shape
-  EXPECT_EQ(rejected(p), "program 'main': equation 1 (dot_general): declared output types (f32[4,2]) differ from "
+  EXPECT_EQ(rejected(p), "program 'main': %3 = dot_general: declared output types (f32[4,2]) differ from "
                          "the inferred types (f32[2,4])");
 
   Program q = good_program();
   q.values[2] = Type{DType::f32, {2, 3}, MemoryKind::pinned_host};  // memory kinds count too
-  EXPECT_THAT(rejected(q), HasSubstr("equation 0 (sin): declared output types (f32[2,3]{pinned_host}) differ from "
+  EXPECT_THAT(rejected(q), HasSubstr("%2 = sin: declared output types (f32[2,3]{pinned_host}) differ from "
                                      "the inferred types (f32[2,3])"));
 }
 
@@ -153,7 +153,7 @@ TEST(Verifier, RejectsWrongOutputCount) {
   Program p = good_program();
   ValueId extra = p.add_value(f32({2, 3}));
   p.equations[0].outputs.push_back(extra);
-  EXPECT_EQ(rejected(p), "program 'main': equation 0 (sin): declares 2 output(s) but sin produces 1");
+  EXPECT_EQ(rejected(p), "program 'main': %2, %3 = sin: declares 2 output(s) but sin produces 1");
   p.equations[0].outputs.clear();
   EXPECT_THAT(rejected(p), HasSubstr("declares 0 output(s) but sin produces 1"));
 }
@@ -161,16 +161,16 @@ TEST(Verifier, RejectsWrongOutputCount) {
 TEST(Verifier, WrapsShapeRuleErrorsWithTheEquation) {
   Program p = good_program();
   p.values[1] = f32({4, 4});
-  EXPECT_EQ(rejected(p), "program 'main': equation 1 (dot_general): dot_general: contracting dimension sizes differ: "
+  EXPECT_EQ(rejected(p), "program 'main': %3 = dot_general: dot_general: contracting dimension sizes differ: "
                          "lhs dim 1 is 3, rhs dim 0 is 4 (operands: f32[2,3], f32[4,4])");
 
   Program q = good_program();
   q.equations[2].params = TransposeParams{{1, 0}};
-  EXPECT_THAT(rejected(q), HasSubstr("equation 2 (reduce_sum): reduce_sum: parameters of the wrong kind"));
+  EXPECT_THAT(rejected(q), HasSubstr("%4 = reduce_sum: reduce_sum: parameters of the wrong kind"));
 
   Program r = good_program();
   r.equations[0].inputs = {0, 1};
-  EXPECT_THAT(rejected(r), HasSubstr("equation 0 (sin): sin: takes 1 operand(s), got 2"));
+  EXPECT_THAT(rejected(r), HasSubstr("%2 = sin: sin: takes 1 operand(s), got 2"));
 }
 
 TEST(Verifier, RejectsUnknownPrimitive) {
@@ -259,12 +259,12 @@ TEST(Verifier, RejectsErrorsInsideSubprogramsNamingThePath) {
   auto middle = body("middle");
   middle->equations[1].subprograms.push_back(inner);
   EXPECT_EQ(rejected(with_subprogram(middle)),
-            "program 'outer': equation 0 (neg): subprogram 0: program 'middle': equation 1 (add): subprogram 0: "
-            "program 'inner': equation 1 (add): operand 1 uses %2 before it is defined");
+            "program 'outer': %1 = neg: subprogram 0: program 'middle': %2 = add: subprogram 0: "
+            "program 'inner': %2 = add: operand 1 uses %2 before it is defined");
 }
 
 TEST(Verifier, RejectsNullAndSelfContainingSubprograms) {
-  EXPECT_EQ(rejected(with_subprogram(nullptr)), "program 'outer': equation 0 (neg): subprogram 0 is null");
+  EXPECT_EQ(rejected(with_subprogram(nullptr)), "program 'outer': %1 = neg: subprogram 0 is null");
 
   auto loop = body("loop");
   loop->equations[0].subprograms.push_back(loop);  // a cycle: verify must not recurse forever

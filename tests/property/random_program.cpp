@@ -625,10 +625,13 @@ Policy make_policy(const PolicySpec& s) {
             for (char ch : e.name()) h = mix(h, static_cast<unsigned char>(ch));
             for (const ShapeDtype& t : e.output_types())
               for (int64_t d : t.shape) h = mix(h, static_cast<uint32_t>(d));
+            // An offload starts where the value lives: values already in host memory are saved.
+            bool on_device = true;
+            for (const ShapeDtype& t : e.output_types()) on_device = on_device && t.kind == MemoryKind::device;
             switch (h % 3) {
               case 0: return Saveable{};
               case 1: return Recompute{};
-              default: return Offloadable{MemoryKind::device, dst};
+              default: return on_device ? Decision{Offloadable{MemoryKind::device, dst}} : Decision{Saveable{}};
             }
           },
           "random_custom");

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -134,7 +135,16 @@ inline std::vector<Buffer> run(Primitive p, ir::Params params, const std::vector
   runtime::KernelFn fn = runtime::cpu::kernel(p);
   EXPECT_NE(fn, nullptr) << primitive_name(p);
   if (fn == nullptr) return outs;
-  fn(eq, in_views, out_views);
+  // Exactly the workspace the kernel declares for these types: taking more is an error.
+  std::vector<const ir::Type*> in_types, out_types_seen;
+  for (const Buffer* b : inputs) in_types.push_back(&b->type());
+  for (Buffer& b : outs) out_types_seen.push_back(&b.type());
+  int64_t workspace_bytes = 0;
+  if (runtime::WorkspaceSizeFn size = runtime::cpu::workspace_size(p)) workspace_bytes = size(eq, in_types, out_types_seen);
+  std::vector<std::byte> scratch(static_cast<size_t>(workspace_bytes) + 64);
+  auto* aligned = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
+  runtime::Workspace workspace(aligned, workspace_bytes);
+  fn(eq, in_views, out_views, workspace);
   for (size_t i = 0; i < outs.size(); ++i) EXPECT_TRUE(outs[i].guards_intact()) << "result " << i << " overrun";
   for (size_t i = 0; i < inputs.size(); ++i) EXPECT_TRUE(inputs[i]->same_bytes(before[i])) << "input " << i << " modified";
   return outs;

@@ -61,7 +61,8 @@ TEST(KernelChecks, EmptyBuffersMayBeNull) {
     std::vector<runtime::MutView> outs;
     for (const ir::Type* t : c.ins) ins.push_back({nullptr, t});
     for (const ir::Type* t : c.outs) outs.push_back({nullptr, t});
-    EXPECT_NO_THROW(runtime::cpu::kernel(c.p)(eq, ins, outs)) << primitive_name(c.p);
+    runtime::Workspace none;  // empty operands need no scratch
+    EXPECT_NO_THROW(runtime::cpu::kernel(c.p)(eq, ins, outs, none)) << primitive_name(c.p);
   }
   // K = 0 with a nonempty result writes zeros.
   std::vector<float> out(6, 1.0f);
@@ -70,8 +71,9 @@ TEST(KernelChecks, EmptyBuffersMayBeNull) {
   eq.params = ir::DotGeneralParams{{{1}, {0}, {}, {}}};
   const runtime::ConstView ins[] = {{nullptr, &k0}, {nullptr, &k0r}};
   const runtime::MutView outs[] = {{out.data(), &k0out}};
+  runtime::Workspace none;
   runtime::cpu::kernel(P::dot_general)(eq, std::span<const runtime::ConstView>(ins),
-                                       std::span<const runtime::MutView>(outs));
+                                       std::span<const runtime::MutView>(outs), none);
   EXPECT_EQ(out, std::vector<float>(6, 0.0f));
 }
 

@@ -2,6 +2,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "ferry/ferry.h"
 #include "support/error_of.h"
 
@@ -121,6 +123,37 @@ TEST(Trace, ReductionsAndReshapeHelpers) {
   EXPECT_EQ(s3, fy::Shape{});
   auto e = error_of([] { trace_text([](fy::Tensor x) { return fy::sum(x, {3}); }, {{2, 3}}); });
   EXPECT_THAT(e.message(), HasSubstr("axis 3 is out of range for rank 2"));
+}
+
+// jnp.max(x, 1) reduces over axis 1; a number that could be meant as an axis must not silently
+// become an elementwise max with that number.
+template <class A> concept MaxWith = requires(fy::Tensor t, A a) { fy::max(t, a); };
+template <class A> concept MinWith = requires(fy::Tensor t, A a) { fy::min(t, a); };
+static_assert(!MaxWith<int> && !MinWith<int> && !MaxWith<int64_t> && !MinWith<long>);
+static_assert(MaxWith<double> && MinWith<float> && MaxWith<fy::Axes> && MinWith<fy::Axes>);
+
+TEST(Trace, ReductionsOverAxesReduceAsJaxDoes) {
+  auto run = [](auto f, const fy::Array& x) { return fy::jit(f).lower(x).compile()(x).at(0); };
+  fy::Array x = fy::Array::from(std::vector<float>{1, 5, 2, 7, 0, 3}, {2, 3});
+  fy::Array max1 = run([](fy::Tensor t) { return fy::max(t, {1}); }, x);
+  EXPECT_EQ(max1.shape(), (fy::Shape{2}));
+  EXPECT_EQ(max1.to_vector<float>(), (std::vector<float>{5, 7}));
+  EXPECT_EQ(run([](fy::Tensor t) { return fy::min(t, {1}); }, x).to_vector<float>(), (std::vector<float>{1, 0}));
+  EXPECT_EQ(run([](fy::Tensor t) { return fy::min(t, {0}); }, x).to_vector<float>(), (std::vector<float>{1, 0, 2}));
+  EXPECT_EQ(run([](fy::Tensor t) { return fy::min(t); }, x).to_vector<float>(), (std::vector<float>{0}));
+  EXPECT_EQ(run([](fy::Tensor t) { return fy::sum(t, {1}); }, x).to_vector<float>(), (std::vector<float>{8, 10}));
+  EXPECT_EQ(run([](fy::Tensor t) { return fy::mean(t, {0}); }, x).to_vector<float>(), (std::vector<float>{4, 2.5f, 2.5f}));
+  // Elementwise with a floating-point number, and with maximum/minimum for any number.
+  EXPECT_EQ(run([](fy::Tensor t) { return fy::max(t, 2.0); }, x).to_vector<float>(), (std::vector<float>{2, 5, 2, 7, 2, 3}));
+  EXPECT_EQ(run([](fy::Tensor t) { return fy::minimum(t, 2); }, x).to_vector<float>(), (std::vector<float>{1, 2, 2, 2, 0, 2}));
+  // i32 min over values that include INT32_MIN, where -x would overflow, and of nothing (INT32_MAX).
+  const int32_t lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+  fy::Array xi = fy::Array::from(std::vector<int32_t>{lo, 0, 3, hi}, {2, 2});
+  EXPECT_EQ(run([](fy::Tensor t) { return fy::min(t, {1}); }, xi).to_vector<int32_t>(), (std::vector<int32_t>{lo, 3}));
+  fy::Array empty = fy::Array::from(std::vector<int32_t>{}, {0});
+  EXPECT_EQ(run([](fy::Tensor t) { return fy::min(t); }, empty).to_vector<int32_t>(), (std::vector<int32_t>{hi}));
+  auto e = error_of([] { trace_text([](fy::Tensor x) { return fy::min(x, {0}); }, {{2}, fy::DType::boolean}); });
+  EXPECT_THAT(e.message(), HasSubstr("reduce_min"));
 }
 
 TEST(Trace, NoOpConversionsRecordNothing) {

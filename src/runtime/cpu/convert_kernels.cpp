@@ -20,7 +20,8 @@ template <class To, class From> void convert_loop(const From* x, To* y, int64_t 
 
 }  // namespace
 
-void convert_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void convert_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                    std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 1);
   const ir::Type& in = *inputs[0].type;
   const ir::Type& out = *outputs[0].type;

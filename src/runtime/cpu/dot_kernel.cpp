@@ -8,15 +8,18 @@
 // [K, M] and [N, K]); otherwise it is first packed into a dense [B, M, K] or [B, K, N] copy.
 // f16 and bf16 are widened to f32, multiplied by sgemm (accumulating in float) and rounded once.
 // i32 (wrapping) and bool (or of ands) use a cache-blocked loop over packed operands.
+//
+// Packed copies and widened operands live in the call's workspace, which dot_general_workspace
+// declares for the types (the same decisions, made on the shapes alone).
 #include <algorithm>
 #include <climits>
 #include <cstring>
 #include <optional>
-#include <vector>
 
 #include <cblas.h>
 
 #include "runtime/cpu/check.h"
+#include "runtime/cpu/dims.h"
 #include "runtime/cpu/dtype_dispatch.h"
 #include "runtime/cpu/kernel_groups.h"
 #include "runtime/cpu/strided_copy.h"
@@ -26,7 +29,7 @@ namespace {
 
 // Dimension groups of one operand: batch, free and contracting, each in its logical order.
 struct Groups {
-  std::vector<int64_t> batch, free, contracting;
+  Dims64 batch, free, contracting;
 };
 
 struct Problem {
@@ -34,7 +37,7 @@ struct Problem {
   int64_t B = 1, M = 1, N = 1, K = 1;
 };
 
-int64_t product(const Shape& shape, const std::vector<int64_t>& dims) {
+int64_t product(const Shape& shape, const Dims64& dims) {
   int64_t p = 1;
   for (int64_t d : dims) p *= shape[static_cast<size_t>(d)];
   return p;
@@ -42,15 +45,13 @@ int64_t product(const Shape& shape, const std::vector<int64_t>& dims) {
 
 Groups groups_of(const ir::Equation& eq, const Shape& shape, const ir::Dims& batch, const ir::Dims& contracting) {
   const auto r = static_cast<int64_t>(shape.size());
-  std::vector<bool> used(shape.size(), false);
+  DimVec<bool> used(shape.size(), false);
   for (const ir::Dims* ds : {&batch, &contracting})
     for (int64_t d : *ds) {
       if (d < 0 || d >= r || used[static_cast<size_t>(d)]) kernel_bug(eq, "bad dimension numbers");
       used[static_cast<size_t>(d)] = true;
     }
-  Groups g{std::vector<int64_t>(batch.begin(), batch.end()),
-           {},
-           std::vector<int64_t>(contracting.begin(), contracting.end())};
+  Groups g{Dims64::from(batch), {}, Dims64::from(contracting)};
   for (int64_t d = 0; d < r; ++d)
     if (!used[static_cast<size_t>(d)]) g.free.push_back(d);
   return g;
@@ -62,7 +63,7 @@ Problem problem_of(const ir::Equation& eq, const ir::Type& lhs, const ir::Type& 
     kernel_bug(eq, "batch or contracting dimension counts differ");
   Problem p{groups_of(eq, lhs.shape, dn.lhs_batch, dn.lhs_contracting),
             groups_of(eq, rhs.shape, dn.rhs_batch, dn.rhs_contracting)};
-  Shape expected;
+  Dims64 expected;
   for (size_t i = 0; i < dn.lhs_batch.size(); ++i) {
     const int64_t a = lhs.shape[static_cast<size_t>(dn.lhs_batch[i])];
     if (a != rhs.shape[static_cast<size_t>(dn.rhs_batch[i])]) kernel_bug(eq, "batch sizes differ");
@@ -73,7 +74,8 @@ Problem problem_of(const ir::Equation& eq, const ir::Type& lhs, const ir::Type& 
       kernel_bug(eq, "contracting sizes differ");
   for (int64_t d : p.lhs.free) expected.push_back(lhs.shape[static_cast<size_t>(d)]);
   for (int64_t d : p.rhs.free) expected.push_back(rhs.shape[static_cast<size_t>(d)]);
-  if (expected != out.shape) kernel_bug(eq, "result shape does not match the dimension numbers");
+  if (!std::equal(expected.begin(), expected.end(), out.shape.begin(), out.shape.end()))
+    kernel_bug(eq, "result shape does not match the dimension numbers");
   p.B = product(lhs.shape, p.lhs.batch);
   p.M = product(lhs.shape, p.lhs.free);
   p.K = product(lhs.shape, p.lhs.contracting);
@@ -84,8 +86,7 @@ Problem problem_of(const ir::Equation& eq, const ir::Type& lhs, const ir::Type& 
 // The single stride of a group of dimensions of a dense array, when its index flattens to one
 // (row-major over the group's order); size-1 dimensions do not matter. nullopt when it does not
 // flatten; 0 when the group has one element (any stride serves).
-std::optional<int64_t> group_stride(const Shape& shape, const std::vector<int64_t>& strides,
-                                    const std::vector<int64_t>& dims) {
+std::optional<int64_t> group_stride(const Shape& shape, const Dims64& strides, const Dims64& dims) {
   std::optional<int64_t> inner;  // stride of the innermost non-trivial dimension so far
   int64_t span = 1;             // elements the dimensions to the right cover
   for (size_t k = dims.size(); k-- > 0;) {
@@ -106,12 +107,12 @@ template <class F> struct MatrixView {
   int64_t ld = 0;
 };
 
-// `outer` indexes the matrix rows as the gemm sees them (M for lhs, K for rhs), `inner` the columns.
+// How an operand is read: in place with these strides, or (nullopt) packed first. `outer` indexes
+// the matrix rows as the gemm sees them (M for lhs, K for rhs), `inner` the columns.
 template <class F>
-MatrixView<F> view_or_pack(const F* data, const Shape& shape, const std::vector<int64_t>& batch,
-                           const std::vector<int64_t>& outer, const std::vector<int64_t>& inner, int64_t rows,
-                           int64_t cols, std::vector<F>& scratch) {
-  std::vector<int64_t> strides(shape.size());
+std::optional<MatrixView<F>> direct_view(const F* data, const Shape& shape, const Dims64& batch, const Dims64& outer,
+                                         const Dims64& inner, int64_t rows, int64_t cols) {
+  Dims64 strides(shape.size());
   dense_strides(shape, strides);
   auto sb = group_stride(shape, strides, batch);
   auto so = group_stride(shape, strides, outer);
@@ -119,31 +120,49 @@ MatrixView<F> view_or_pack(const F* data, const Shape& shape, const std::vector<
   if (sb && so && si) {
     // Stride 0 marks a one-element group, whose stride does not matter.
     const int64_t o = *so, i = *si;
-    if (i == 0 && o == 0) return {data, *sb, false, 1};
-    if (i == 0) return {data, *sb, false, o};  // one column
+    if (i == 0 && o == 0) return MatrixView<F>{data, *sb, false, 1};
+    if (i == 0) return MatrixView<F>{data, *sb, false, o};  // one column
     if (o == 0) return i == 1 ? MatrixView<F>{data, *sb, false, cols} : MatrixView<F>{data, *sb, true, i};  // one row
-    if (i == 1 && o >= cols) return {data, *sb, false, o};
-    if (o == 1 && i >= rows) return {data, *sb, true, i};
+    if (i == 1 && o >= cols) return MatrixView<F>{data, *sb, false, o};
+    if (o == 1 && i >= rows) return MatrixView<F>{data, *sb, true, i};
   }
-  // Pack into dense [batch, rows, cols].
-  std::vector<int64_t> order(batch);
-  order.insert(order.end(), outer.begin(), outer.end());
-  order.insert(order.end(), inner.begin(), inner.end());
-  std::vector<int64_t> sizes(order.size()), src(order.size()), dst(order.size());
+  return std::nullopt;
+}
+
+// The operand in place, or packed into dense [batch, rows, cols] in the workspace.
+template <class F>
+MatrixView<F> view_or_pack(const F* data, const Shape& shape, const Dims64& batch, const Dims64& outer,
+                           const Dims64& inner, int64_t rows, int64_t cols, Workspace& workspace) {
+  if (auto view = direct_view(data, shape, batch, outer, inner, rows, cols)) return *view;
+  Dims64 strides(shape.size());
+  dense_strides(shape, strides);
+  Dims64 order = batch;
+  for (int64_t d : outer) order.push_back(d);
+  for (int64_t d : inner) order.push_back(d);
+  Dims64 sizes(order.size()), src(order.size()), dst(order.size());
+  int64_t n = 1;
   for (size_t k = 0; k < order.size(); ++k) {
     sizes[k] = shape[static_cast<size_t>(order[k])];
     src[k] = strides[static_cast<size_t>(order[k])];
+    n *= sizes[k];
   }
   dense_strides(sizes, dst);
-  scratch.resize(static_cast<size_t>(num_elements(sizes)));
-  strided_copy(sizeof(F), sizes, scratch.data(), dst, data, src);
-  return {scratch.data(), rows * cols, false, std::max<int64_t>(1, cols)};
+  F* packed = workspace.take<F>(n);
+  strided_copy(sizeof(F), sizes, packed, dst, data, src);
+  return {packed, rows * cols, false, std::max<int64_t>(1, cols)};
 }
 
-template <class F> void gemm(const Problem& p, const F* lhs, const Shape& ls, const F* rhs, const Shape& rs, F* out) {
-  std::vector<F> lhs_scratch, rhs_scratch;
-  const auto a = view_or_pack(lhs, ls, p.lhs.batch, p.lhs.free, p.lhs.contracting, p.M, p.K, lhs_scratch);
-  const auto b = view_or_pack(rhs, rs, p.rhs.batch, p.rhs.contracting, p.rhs.free, p.K, p.N, rhs_scratch);
+// The workspace view_or_pack takes for an operand of this shape.
+template <class F>
+void add_packing(WorkspaceSize& size, const Shape& shape, const Dims64& batch, const Dims64& outer, const Dims64& inner,
+                 int64_t rows, int64_t cols) {
+  if (!direct_view<F>(nullptr, shape, batch, outer, inner, rows, cols)) size.add<F>(num_elements(shape));
+}
+
+template <class F>
+void gemm(const Problem& p, const F* lhs, const Shape& ls, const F* rhs, const Shape& rs, F* out, Workspace& workspace) {
+  const auto a = view_or_pack(lhs, ls, p.lhs.batch, p.lhs.free, p.lhs.contracting, p.M, p.K, workspace);
+  const auto b = view_or_pack(rhs, rs, p.rhs.batch, p.rhs.contracting, p.rhs.free, p.K, p.N, workspace);
   const auto ta = a.transposed ? CblasTrans : CblasNoTrans;
   const auto tb = b.transposed ? CblasTrans : CblasNoTrans;
   for (int64_t v : {p.M, p.N, p.K, a.ld, b.ld})
@@ -164,12 +183,13 @@ template <class F> void gemm(const Problem& p, const F* lhs, const Shape& ls, co
 // i32 (wrapping) and bool (or of ands; T is uint8_t for bool). For each panel of kBlockK rows and
 // kBlockN columns of the rhs (32 KB, so it stays in L1), every lhs row adds its contribution into its
 // slice of the result, which is the accumulator.
-template <class T> void loop_dot(const Problem& p, const T* lhs, const Shape& ls, const T* rhs, const Shape& rs, T* out) {
+template <class T>
+void loop_dot(const Problem& p, const T* lhs, const Shape& ls, const T* rhs, const Shape& rs, T* out,
+              Workspace& workspace) {
   constexpr bool kBool = std::is_same_v<T, uint8_t>;
   using U = std::conditional_t<kBool, uint8_t, uint32_t>;  // unsigned: wraps without UB
-  std::vector<T> ls_scratch, rs_scratch;
-  const auto a = view_or_pack(lhs, ls, p.lhs.batch, p.lhs.free, p.lhs.contracting, p.M, p.K, ls_scratch);
-  const auto b = view_or_pack(rhs, rs, p.rhs.batch, p.rhs.contracting, p.rhs.free, p.K, p.N, rs_scratch);
+  const auto a = view_or_pack(lhs, ls, p.lhs.batch, p.lhs.free, p.lhs.contracting, p.M, p.K, workspace);
+  const auto b = view_or_pack(rhs, rs, p.rhs.batch, p.rhs.contracting, p.rhs.free, p.K, p.N, workspace);
   constexpr int64_t kBlockN = 256, kBlockK = 32;
   std::fill_n(out, p.B * p.M * p.N, T(0));
   const int64_t b_row = b.transposed ? 1 : b.ld, b_col = b.transposed ? b.ld : 1;  // strides of op(B)
@@ -201,15 +221,19 @@ template <class T> void loop_dot(const Problem& p, const T* lhs, const Shape& ls
   }
 }
 
-template <class H> std::vector<float> widen(const H* x, int64_t n) {
-  std::vector<float> f(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) f[static_cast<size_t>(i)] = load(x[i]);
+template <class H> float* widen(const H* x, int64_t n, Workspace& workspace) {
+  float* f = workspace.take<float>(n);
+  for (int64_t i = 0; i < n; ++i) f[i] = load(x[i]);
   return f;
 }
 
+// The element type the matrix product runs in: f16 and bf16 widen to float, bool is a byte.
+template <class T> using gemm_t = std::conditional_t<is_half_v<T>, float, std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>>;
+
 }  // namespace
 
-void dot_general_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void dot_general_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                        std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 2);
   const ir::Type& lt = *inputs[0].type;
   const ir::Type& rt = *inputs[1].type;
@@ -226,18 +250,40 @@ void dot_general_kernel(const ir::Equation& eq, std::span<const ConstView> input
     const T* r = inputs[1].as<T>();
     T* o = outputs[0].as<T>();
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      gemm(p, l, lt.shape, r, rt.shape, o);
+      gemm(p, l, lt.shape, r, rt.shape, o, workspace);
     } else if constexpr (is_half_v<T>) {
-      const std::vector<float> lf = widen(l, lt.num_elements()), rf = widen(r, rt.num_elements());
-      std::vector<float> of(static_cast<size_t>(ot.num_elements()));
-      gemm(p, lf.data(), lt.shape, rf.data(), rt.shape, of.data());
-      for (size_t i = 0; i < of.size(); ++i) o[i] = store<T>(of[i]);
+      const float* lf = widen(l, lt.num_elements(), workspace);
+      const float* rf = widen(r, rt.num_elements(), workspace);
+      float* of = workspace.take<float>(ot.num_elements());
+      gemm(p, lf, lt.shape, rf, rt.shape, of, workspace);
+      for (int64_t i = 0; i < ot.num_elements(); ++i) o[i] = store<T>(of[i]);
     } else if constexpr (std::is_same_v<T, bool>) {
-      loop_dot(p, inputs[0].as<uint8_t>(), lt.shape, inputs[1].as<uint8_t>(), rt.shape, outputs[0].as<uint8_t>());
+      loop_dot(p, inputs[0].as<uint8_t>(), lt.shape, inputs[1].as<uint8_t>(), rt.shape, outputs[0].as<uint8_t>(),
+               workspace);
     } else {
-      loop_dot(p, l, lt.shape, r, rt.shape, o);
+      loop_dot(p, l, lt.shape, r, rt.shape, o, workspace);
     }
   });
+}
+
+int64_t dot_general_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
+                              std::span<const ir::Type* const> outputs) {
+  if (inputs.size() != 2 || outputs.size() != 1) kernel_bug(eq, "expects two operands and one result");
+  const ir::Type &lt = *inputs[0], &rt = *inputs[1], &ot = *outputs[0];
+  const Problem p = problem_of(eq, lt, rt, ot);
+  WorkspaceSize size;
+  if (ot.num_elements() == 0 || p.K == 0) return 0;
+  visit_dtype(ot.dtype, [&]<class T>(TypeTag<T>) {
+    using F = gemm_t<T>;
+    if constexpr (is_half_v<T>) {
+      size.add<float>(lt.num_elements());
+      size.add<float>(rt.num_elements());
+      size.add<float>(ot.num_elements());
+    }
+    add_packing<F>(size, lt.shape, p.lhs.batch, p.lhs.free, p.lhs.contracting, p.M, p.K);
+    add_packing<F>(size, rt.shape, p.rhs.batch, p.rhs.contracting, p.rhs.free, p.K, p.N);
+  });
+  return size.bytes;
 }
 
 }  // namespace ferry::runtime::cpu

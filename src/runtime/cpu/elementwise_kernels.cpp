@@ -217,7 +217,8 @@ template <class E> void select_typed(const uint8_t* p, bool sp, const E* t, bool
 
 }  // namespace
 
-void unary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void unary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                  std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 1);
   expect_same_count(eq, inputs, outputs[0]);
   const DType t = inputs[0].type->dtype;
@@ -230,7 +231,8 @@ void unary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std
   });
 }
 
-void binary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void binary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                   std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 2);
   expect_same_count_or_scalar(eq, inputs, outputs[0]);
   const DType t = inputs[0].type->dtype;
@@ -246,7 +248,8 @@ void binary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, st
   });
 }
 
-void compare_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void compare_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                    std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 2);
   expect_same_count_or_scalar(eq, inputs, outputs[0]);
   const DType t = inputs[0].type->dtype;
@@ -264,7 +267,8 @@ void compare_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, s
 }
 
 // select(pred, on_true, on_false); each operand has the result's shape or is rank-0.
-void select_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void select_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                   std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 3);
   expect_same_count_or_scalar(eq, inputs, outputs[0]);
   const int64_t n = outputs[0].type->num_elements();

@@ -1,9 +1,9 @@
 // slice, dynamic_slice, dynamic_update_slice and concatenate: exact data movement for every dtype.
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "runtime/cpu/check.h"
+#include "runtime/cpu/dims.h"
 #include "runtime/cpu/dtype_dispatch.h"
 #include "runtime/cpu/kernel_groups.h"
 #include "runtime/cpu/strided_copy.h"
@@ -13,11 +13,11 @@ namespace {
 
 // Dynamic starts are scalar i32 values; each is clamped so the window [start, start + size) lies
 // inside [0, dim) (XLA's rule), so no start can move a copy out of bounds.
-std::vector<int64_t> clamped_starts(const ir::Equation& eq, std::span<const ConstView> starts, const Shape& operand,
+Dims64 clamped_starts(const ir::Equation& eq, std::span<const ConstView> starts, const Shape& operand,
                                     const Shape& window) {
   if (starts.size() != operand.size() || window.size() != operand.size())
     kernel_bug(eq, "needs one start index per operand dimension");
-  std::vector<int64_t> out(operand.size());
+  Dims64 out(operand.size());
   for (size_t d = 0; d < operand.size(); ++d) {
     const ir::Type& t = *starts[d].type;
     if (t.dtype != DType::i32 || t.num_elements() != 1) kernel_bug(eq, "start indices must be scalar i32");
@@ -27,15 +27,16 @@ std::vector<int64_t> clamped_starts(const ir::Equation& eq, std::span<const Cons
   return out;
 }
 
-std::vector<int64_t> strides_of(const Shape& shape) {
-  std::vector<int64_t> s(shape.size());
+Dims64 strides_of(const Shape& shape) {
+  Dims64 s(shape.size());
   dense_strides(shape, s);
   return s;
 }
 
 }  // namespace
 
-void slice_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void slice_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                  std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 1);
   const auto& p = params_of<ir::SliceParams>(eq);
   const ir::Type& in = *inputs[0].type;
@@ -43,8 +44,8 @@ void slice_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std
   const size_t r = in.shape.size();
   if (p.start_indices.size() != r || out.shape.size() != r || (!p.strides.empty() && p.strides.size() != r))
     kernel_bug(eq, "one start, limit and stride per dimension");
-  const std::vector<int64_t> in_strides = strides_of(in.shape), out_strides = strides_of(out.shape);
-  std::vector<int64_t> src(r);
+  const Dims64 in_strides = strides_of(in.shape), out_strides = strides_of(out.shape);
+  Dims64 src(r);
   int64_t offset = 0;
   for (size_t d = 0; d < r; ++d) {
     const int64_t start = p.start_indices[d], step = p.strides.empty() ? 1 : p.strides[d];
@@ -59,13 +60,14 @@ void slice_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std
                src);
 }
 
-void dynamic_slice_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void dynamic_slice_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                          std::span<const MutView> outputs, Workspace& workspace) {
   if (inputs.empty() || outputs.size() != 1) kernel_bug(eq, "expects an operand, start indices and one result");
   const ir::Type& in = *inputs[0].type;
   const ir::Type& out = *outputs[0].type;
-  const std::vector<int64_t> starts = clamped_starts(eq, inputs.subspan(1), in.shape, out.shape);
+  const Dims64 starts = clamped_starts(eq, inputs.subspan(1), in.shape, out.shape);
   if (out.num_elements() == 0) return;
-  const std::vector<int64_t> in_strides = strides_of(in.shape), out_strides = strides_of(out.shape);
+  const Dims64 in_strides = strides_of(in.shape), out_strides = strides_of(out.shape);
   int64_t offset = 0;
   for (size_t d = 0; d < starts.size(); ++d) offset += starts[d] * in_strides[d];
   const size_t es = dtype_size(out.dtype);
@@ -74,17 +76,17 @@ void dynamic_slice_kernel(const ir::Equation& eq, std::span<const ConstView> inp
 }
 
 void dynamic_update_slice_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
-                                 std::span<const MutView> outputs) {
+                                 std::span<const MutView> outputs, Workspace& workspace) {
   if (inputs.size() < 2 || outputs.size() != 1) kernel_bug(eq, "expects operand, update, start indices, one result");
   const ir::Type& in = *inputs[0].type;
   const ir::Type& upd = *inputs[1].type;
   const ir::Type& out = *outputs[0].type;
   if (in.size_bytes() != out.size_bytes() || upd.dtype != out.dtype) kernel_bug(eq, "operand and result differ");
-  const std::vector<int64_t> starts = clamped_starts(eq, inputs.subspan(2), in.shape, upd.shape);
+  const Dims64 starts = clamped_starts(eq, inputs.subspan(2), in.shape, upd.shape);
   if (out.num_elements() == 0) return;
   if (outputs[0].data != inputs[0].data)
     std::memcpy(outputs[0].data, inputs[0].data, static_cast<size_t>(out.size_bytes()));
-  const std::vector<int64_t> out_strides = strides_of(out.shape), upd_strides = strides_of(upd.shape);
+  const Dims64 out_strides = strides_of(out.shape), upd_strides = strides_of(upd.shape);
   int64_t offset = 0;
   for (size_t d = 0; d < starts.size(); ++d) offset += starts[d] * out_strides[d];
   const size_t es = dtype_size(out.dtype);
@@ -93,7 +95,8 @@ void dynamic_update_slice_kernel(const ir::Equation& eq, std::span<const ConstVi
 }
 
 // Each operand contributes one contiguous block per index of the dimensions before `dimension`.
-void concatenate_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void concatenate_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                        std::span<const MutView> outputs, Workspace& workspace) {
   if (inputs.empty() || outputs.size() != 1) kernel_bug(eq, "expects operands and one result");
   const int64_t dim = params_of<ir::ConcatenateParams>(eq).dimension;
   const ir::Type& out = *outputs[0].type;

@@ -7,7 +7,8 @@
 namespace ferry::runtime::cpu {
 
 #define FERRY_CPU_KERNEL(name) \
-  void name(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs)
+  void name(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs, \
+            Workspace& workspace)
 
 // elementwise_kernels.cpp
 FERRY_CPU_KERNEL(unary_kernel);    // neg exp log sin cos tanh logistic sqrt rsqrt abs sign
@@ -35,5 +36,11 @@ FERRY_CPU_KERNEL(concatenate_kernel);
 FERRY_CPU_KERNEL(device_put_kernel);
 
 #undef FERRY_CPU_KERNEL
+
+// Workspace declarations (kernels.cpp's workspace_size), beside their kernels.
+int64_t dot_general_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
+                              std::span<const ir::Type* const> outputs);
+int64_t reduce_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
+                         std::span<const ir::Type* const> outputs);
 
 }  // namespace ferry::runtime::cpu

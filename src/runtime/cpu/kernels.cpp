@@ -39,4 +39,14 @@ KernelFn kernel(Primitive p) {
   return nullptr;
 }
 
+WorkspaceSizeFn workspace_size(Primitive p) {
+  switch (p) {
+    case Primitive::dot_general: return dot_general_workspace;  // widening (f16, bf16), packing
+    case Primitive::reduce_sum: case Primitive::reduce_max:
+      return reduce_workspace;  // f16 and bf16 accumulators
+    default:
+      return nullptr;
+  }
+}
+
 }  // namespace ferry::runtime::cpu

@@ -7,7 +7,8 @@
 
 namespace ferry::runtime::cpu {
 
-void device_put_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void device_put_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                       std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 1);
   const ir::Type& in = *inputs[0].type;
   const ir::Type& out = *outputs[0].type;

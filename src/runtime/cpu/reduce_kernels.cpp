@@ -7,13 +7,16 @@
 // output row, which vectorises. f16 and bf16
 // accumulate in float and round once; i32 sums wrap. Sum of nothing is 0; max of nothing is -inf
 // (floats), INT32_MIN (i32) or false (bool). max propagates NaN.
+//
+// The result is the accumulator where the two have the same size (f32, f64, i32 as uint32, bool as
+// a byte): no scratch. f16 and bf16 accumulate in a float per result element in the workspace.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <vector>
 
 #include "runtime/cpu/check.h"
+#include "runtime/cpu/dims.h"
 #include "runtime/cpu/dtype_dispatch.h"
 #include "runtime/cpu/kernel_groups.h"
 
@@ -70,10 +73,10 @@ template <class T, class A> inline T from_acc(A a) {
 }
 
 // Calls body(out_offset, in_offset) for every index of `outer` in row-major order.
-template <class Body> void odometer(const std::vector<Dim>& outer, Body&& body) {
+template <class Body> void odometer(const DimVec<Dim>& outer, Body&& body) {
   int64_t count = 1;
   for (const Dim& d : outer) count *= d.size;
-  std::vector<int64_t> idx(outer.size(), 0);
+  Dims64 idx(outer.size(), 0);
   int64_t o = 0, i = 0;
   for (int64_t it = 0; it < count; ++it) {
     body(o, i);
@@ -148,16 +151,23 @@ template <class T> auto contiguous_max_of(const T* x, int64_t n) {
   }
 }
 
-template <class Op, class T> void reduce_typed(std::vector<Dim> dims, const T* x, T* y, int64_t out_n) {
+// The accumulators live in the result when they have its size (converted in place at the end),
+// else in the workspace.
+template <class T> constexpr bool kAccumulatesInPlace = sizeof(typename AccOf<T>::type) == sizeof(T);
+
+template <class Op, class T> void reduce_typed(DimVec<Dim> dims, const T* x, T* y, int64_t out_n, Workspace& workspace) {
   using A = typename AccOf<T>::type;
   const A init = Op::template identity<A>();
-  std::vector<A> acc(static_cast<size_t>(out_n), init);
+  A* acc;
+  if constexpr (kAccumulatesInPlace<T>) acc = reinterpret_cast<A*>(y);
+  else acc = workspace.take<A>(out_n);
+  std::fill_n(acc, out_n, init);
   const bool empty = std::any_of(dims.begin(), dims.end(), [](const Dim& d) { return d.size == 0; });
   if (!empty) {
     if (dims.empty()) dims.push_back(Dim{1, 0, 1});
     const Dim inner = dims.back();
     dims.pop_back();
-    A* a = acc.data();
+    A* a = acc;
     if (inner.out == 0 && std::is_same_v<Op, MaxOp> && std::is_floating_point_v<A> && inner.in == 1) {
       if constexpr (std::is_floating_point_v<A>)
         odometer(dims, [&](int64_t o, int64_t i) { a[o] = Op::apply(a[o], contiguous_max_of(x + i, inner.size)); });
@@ -183,30 +193,32 @@ template <class Op, class T> void reduce_typed(std::vector<Dim> dims, const T* x
       });
     }
   }
-  for (int64_t k = 0; k < out_n; ++k) y[k] = from_acc<T>(acc[static_cast<size_t>(k)]);
+  for (int64_t k = 0; k < out_n; ++k) y[k] = from_acc<T>(acc[k]);
 }
 
 }  // namespace
 
-void reduce_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void reduce_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                   std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 1);
   const auto& axes = params_of<ir::ReduceParams>(eq).axes;
   const ir::Type& in = *inputs[0].type;
   const ir::Type& out = *outputs[0].type;
   if (in.dtype != out.dtype) kernel_bug(eq, "result dtype differs from the operand's");
   const size_t r = in.shape.size();
-  std::vector<bool> reduced(r, false);
+  DimVec<bool> reduced(r, false);
   for (int64_t a : axes) {
     if (a < 0 || a >= static_cast<int64_t>(r) || reduced[static_cast<size_t>(a)]) kernel_bug(eq, "bad axes");
     reduced[static_cast<size_t>(a)] = true;
   }
-  Shape kept;
+  Dims64 kept;
   for (size_t d = 0; d < r; ++d)
     if (!reduced[d]) kept.push_back(in.shape[d]);
-  if (kept != out.shape) kernel_bug(eq, "result shape does not match the kept axes");
+  if (!std::equal(kept.begin(), kept.end(), out.shape.begin(), out.shape.end()))
+    kernel_bug(eq, "result shape does not match the kept axes");
 
   // Input dims with their output stride (0 when reduced), size-1 dims dropped, contiguous merged.
-  std::vector<Dim> dims;
+  DimVec<Dim> dims;
   int64_t in_stride = 1, out_stride = 1;
   for (size_t d = r; d-- > 0;) {
     const int64_t size = in.shape[d];
@@ -227,10 +239,26 @@ void reduce_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, st
 
   const int64_t out_n = out.num_elements();
   visit_dtype(in.dtype, [&]<class T>(TypeTag<T>) {
-    if (eq.prim == Primitive::reduce_sum) reduce_typed<SumOp>(dims, inputs[0].as<T>(), outputs[0].as<T>(), out_n);
-    else if (eq.prim == Primitive::reduce_max) reduce_typed<MaxOp>(dims, inputs[0].as<T>(), outputs[0].as<T>(), out_n);
+    if (eq.prim == Primitive::reduce_sum)
+      reduce_typed<SumOp>(dims, inputs[0].as<T>(), outputs[0].as<T>(), out_n, workspace);
+    else if (eq.prim == Primitive::reduce_max)
+      reduce_typed<MaxOp>(dims, inputs[0].as<T>(), outputs[0].as<T>(), out_n, workspace);
     else kernel_bug(eq, "not a reduction");
   });
+}
+
+}  // namespace ferry::runtime::cpu
+
+namespace ferry::runtime::cpu {
+
+int64_t reduce_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
+                         std::span<const ir::Type* const> outputs) {
+  WorkspaceSize size;
+  if (outputs.size() == 1)
+    visit_dtype(outputs[0]->dtype, [&]<class T>(TypeTag<T>) {
+      if constexpr (!kAccumulatesInPlace<T>) size.add<typename AccOf<T>::type>(outputs[0]->num_elements());
+    });
+  return size.bytes;
 }
 
 }  // namespace ferry::runtime::cpu

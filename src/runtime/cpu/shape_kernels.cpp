@@ -2,16 +2,17 @@
 // transpose). Data movement goes through strided_copy, which is exact for every dtype.
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/convert.h"
+#include "runtime/cpu/dims.h"
 #include "runtime/cpu/kernel_groups.h"
 #include "runtime/cpu/strided_copy.h"
 
 namespace ferry::runtime::cpu {
 
-void iota_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void iota_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                 std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 0);
   const auto& p = params_of<ir::IotaParams>(eq);
   const ir::Type& out = *outputs[0].type;
@@ -24,15 +25,14 @@ void iota_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std:
   const int64_t n = out.shape[d];
   visit_dtype(out.dtype, [&]<class T>(TypeTag<T>) {
     T* y = outputs[0].as<T>();
-    // One row of values, then repeated: each value is converted once.
-    std::vector<T> row(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) row[static_cast<size_t>(i)] = convert_value<T>(static_cast<int32_t>(i));
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t i = 0; i < n; ++i) std::fill_n(y + (o * n + i) * inner, inner, row[static_cast<size_t>(i)]);
+    // The first block of n * inner values, each value converted once, then copies of it.
+    for (int64_t i = 0; i < n; ++i) std::fill_n(y + i * inner, inner, convert_value<T>(static_cast<int32_t>(i)));
+    for (int64_t o = 1; o < outer; ++o) std::copy_n(y, n * inner, y + o * n * inner);
   });
 }
 
-void constant_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void constant_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                     std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 0);
   const auto& p = params_of<ir::ConstantParams>(eq);
   const ir::Type& out = *outputs[0].type;
@@ -44,13 +44,13 @@ void constant_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, 
 // Operand dimension i is output dimension broadcast_dimensions[i]; size-1 operand dimensions and
 // output dimensions without an operand dimension read with stride 0.
 void broadcast_in_dim_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
-                             std::span<const MutView> outputs) {
+                             std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 1);
   const auto& p = params_of<ir::BroadcastInDimParams>(eq);
   const ir::Type& in = *inputs[0].type;
   const ir::Type& out = *outputs[0].type;
   if (static_cast<int64_t>(p.broadcast_dimensions.size()) != in.rank()) kernel_bug(eq, "one dimension per operand axis");
-  std::vector<int64_t> in_strides(in.shape.size()), out_strides(out.shape.size()), src_strides(out.shape.size(), 0);
+  Dims64 in_strides(in.shape.size()), out_strides(out.shape.size()), src_strides(out.shape.size(), 0);
   dense_strides(in.shape, in_strides);
   dense_strides(out.shape, out_strides);
   for (size_t i = 0; i < in.shape.size(); ++i) {
@@ -64,7 +64,8 @@ void broadcast_in_dim_kernel(const ir::Equation& eq, std::span<const ConstView> 
   strided_copy(dtype_size(out.dtype), out.shape, outputs[0].data, out_strides, inputs[0].data, src_strides);
 }
 
-void reshape_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void reshape_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                    std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 1);
   if (inputs[0].type->size_bytes() != outputs[0].type->size_bytes()) kernel_bug(eq, "sizes differ");
   if (outputs[0].type->size_bytes() > 0)
@@ -72,15 +73,16 @@ void reshape_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, s
 }
 
 // Output dimension i is operand dimension permutation[i].
-void transpose_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs) {
+void transpose_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
+                      std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 1);
   const auto& perm = params_of<ir::TransposeParams>(eq).permutation;
   const ir::Type& in = *inputs[0].type;
   const ir::Type& out = *outputs[0].type;
   const size_t r = in.shape.size();
   if (perm.size() != r || out.shape.size() != r) kernel_bug(eq, "permutation rank mismatch");
-  std::vector<int64_t> in_strides(r), out_strides(r), src_strides(r);
-  std::vector<bool> seen(r, false);
+  Dims64 in_strides(r), out_strides(r), src_strides(r);
+  DimVec<bool> seen(r, false);
   dense_strides(in.shape, in_strides);
   dense_strides(out.shape, out_strides);
   for (size_t i = 0; i < r; ++i) {

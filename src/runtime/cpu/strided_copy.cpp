@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include <fmt/format.h>
 
 #include "ferry/error.h"
+#include "runtime/cpu/dims.h"
 
 namespace ferry::runtime::cpu {
 namespace {
@@ -18,7 +18,7 @@ struct Dim {
 // Drops size-1 dimensions and merges a dimension into its inner neighbour when both sides are
 // contiguous across them. Returns false when the shape has no elements.
 bool simplify(std::span<const int64_t> shape, std::span<const int64_t> dst_strides,
-              std::span<const int64_t> src_strides, std::vector<Dim>& dims) {
+              std::span<const int64_t> src_strides, DimVec<Dim>& dims) {
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 0) return false;
     if (shape[d] == 1) continue;
@@ -36,10 +36,10 @@ bool simplify(std::span<const int64_t> shape, std::span<const int64_t> dst_strid
 }
 
 // Calls body(dst_offset, src_offset) for every index of `outer`, in row-major order.
-template <class Body> void odometer(const std::vector<Dim>& outer, Body&& body) {
+template <class Body> void odometer(const DimVec<Dim>& outer, Body&& body) {
   int64_t count = 1;
   for (const Dim& d : outer) count *= d.size;
-  std::vector<int64_t> idx(outer.size(), 0);
+  Dims64 idx(outer.size(), 0);
   int64_t doff = 0, soff = 0;
   for (int64_t it = 0; it < count; ++it) {
     body(doff, soff);
@@ -58,7 +58,7 @@ template <class Body> void odometer(const std::vector<Dim>& outer, Body&& body) 
 
 constexpr int64_t kTile = 32;
 
-template <class E> void copy_typed(std::vector<Dim> dims, E* dst, const E* src) {
+template <class E> void copy_typed(DimVec<Dim> dims, E* dst, const E* src) {
   if (dims.empty()) {
     *dst = *src;
     return;
@@ -119,7 +119,7 @@ template <class E> void copy_typed(std::vector<Dim> dims, E* dst, const E* src) 
 
 void strided_copy(size_t elem_size, std::span<const int64_t> shape, void* dst, std::span<const int64_t> dst_strides,
                   const void* src, std::span<const int64_t> src_strides) {
-  std::vector<Dim> dims;
+  DimVec<Dim> dims;
   if (!simplify(shape, dst_strides, src_strides, dims)) return;
   switch (elem_size) {
     case 1: return copy_typed(std::move(dims), static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src));

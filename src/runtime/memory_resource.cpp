@@ -1,0 +1,89 @@
+#include "runtime/memory_resource.h"
+
+#include <atomic>
+#include <cstdlib>
+
+#include <sys/mman.h>
+
+#include <fmt/format.h>
+
+#include "ferry/array.h"
+#include "ferry/error.h"
+
+namespace ferry::runtime {
+namespace {
+
+std::array<std::atomic<int64_t>, kNumKinds> g_live{};
+std::atomic<int64_t> g_allocations{0}, g_heap_allocations{0};
+
+size_t page_rounded(size_t bytes) {
+  const size_t page = 4096;
+  return (bytes + page - 1) / page * page;
+}
+
+// What a zero-byte allocation points at: valid, aligned, owned by nobody.
+alignas(kAllocationAlignment) char g_empty[kAllocationAlignment];
+
+size_t index_of(MemoryKind kind) {
+  auto i = static_cast<size_t>(kind);
+  if (i >= kNumKinds) throw Error(ErrorCode::invalid_argument, fmt::format("unknown memory kind #{}", i));
+  return i;
+}
+
+void count(size_t k, int64_t delta, Tally* tally) {
+  g_live[k].fetch_add(delta, std::memory_order_relaxed);
+  if (tally == nullptr) return;
+  tally->live[k] += delta;
+  if (tally->live[k] > tally->high_water[k]) tally->high_water[k] = tally->live[k];
+}
+
+}  // namespace
+
+void* allocate(MemoryKind kind, size_t bytes, Tally* tally) {
+  size_t k = index_of(kind);
+  if (bytes == 0) return g_empty;
+  void* p = nullptr;
+  if (bytes >= kMapThreshold) {
+    size_t mapped = page_rounded(bytes);
+    p = mapped >= bytes ? mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+    if (p == MAP_FAILED) p = nullptr;
+  } else {
+    size_t rounded = (bytes + kAllocationAlignment - 1) / kAllocationAlignment * kAllocationAlignment;
+    p = std::aligned_alloc(kAllocationAlignment, rounded);
+    if (p) g_heap_allocations.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (p == nullptr)
+    throw Error(ErrorCode::resource_exhausted,
+                fmt::format("could not allocate {} bytes of {} memory", bytes, memory_kind_name(kind)));
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  count(k, static_cast<int64_t>(bytes), tally);
+  return p;
+}
+
+void deallocate(MemoryKind kind, void* p, size_t bytes, Tally* tally) {
+  size_t k = index_of(kind);
+  if (p == nullptr || p == g_empty) return;
+  if (bytes >= kMapThreshold) munmap(p, page_rounded(bytes));
+  else std::free(p);
+  count(k, -static_cast<int64_t>(bytes), tally);
+}
+
+ResourceCounters resource_counters() {
+  ResourceCounters c;
+  for (size_t k = 0; k < kNumKinds; ++k) c.live[k] = g_live[k].load(std::memory_order_relaxed);
+  c.allocations = g_allocations.load(std::memory_order_relaxed);
+  c.heap_allocations = g_heap_allocations.load(std::memory_order_relaxed);
+  return c;
+}
+
+}  // namespace ferry::runtime
+
+namespace ferry {
+
+int64_t bytes_in_use(MemoryKind kind) {
+  auto k = static_cast<size_t>(kind);
+  if (k >= runtime::kNumKinds) throw Error(ErrorCode::invalid_argument, fmt::format("bytes_in_use: unknown memory kind #{}", k));
+  return runtime::resource_counters().live[k];
+}
+
+}  // namespace ferry

@@ -1,0 +1,47 @@
+// Memory resources: the one place the bytes of array data come from, one resource per memory kind
+// (on the CPU backend every kind is host RAM). Array storage, the arenas of a run and its outputs
+// are all allocated here, and the resource counts what it hands out: the bytes in use now and the
+// most ever in use, for the process and for each run (a Tally the run passes in). These counts are
+// the measurement execution_stats() reports, made where the memory is handed out, independently of
+// the memory plan.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "ferry/types.h"
+
+namespace ferry::runtime {
+
+inline constexpr int kNumKinds = 3;
+inline constexpr size_t kAllocationAlignment = 64;
+
+// What one run allocated, per memory kind: in use now and the most at once.
+struct Tally {
+  std::array<int64_t, kNumKinds> live{};
+  std::array<int64_t, kNumKinds> high_water{};
+};
+
+// The process's counters (for tests and bytes_in_use()).
+struct ResourceCounters {
+  std::array<int64_t, kNumKinds> live{};  // bytes handed out and not yet given back
+  int64_t allocations = 0;                // allocations that reached the system
+  int64_t heap_allocations = 0;           // those made with malloc (the rest are mappings)
+};
+
+// Allocations of at least this many bytes are mapped from the system (mmap) and unmapped when given
+// back, so a run's arena returns to the system when the run ends instead of staying in (and
+// fragmenting) the C heap among the small outputs that callers keep.
+inline constexpr size_t kMapThreshold = size_t{1} << 20;
+
+// `bytes` of `kind`, kAllocationAlignment-aligned, counted in the process's counters and in `tally`
+// (may be null). Zero bytes give a valid pointer that owns nothing. RESOURCE_EXHAUSTED when the
+// system has no memory to give.
+void* allocate(MemoryKind kind, size_t bytes, Tally* tally = nullptr);
+// Gives back what allocate() handed out, with the same kind and size.
+void deallocate(MemoryKind kind, void* p, size_t bytes, Tally* tally = nullptr);
+
+ResourceCounters resource_counters();
+
+}  // namespace ferry::runtime
