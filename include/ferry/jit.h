@@ -80,7 +80,7 @@ struct CostStats {
 // What the last run measured, independently of the plan: each memory kind's resource counts the
 // bytes it hands out to the run (arenas and outputs) as they are allocated and given back, and the
 // run adds the exact bytes of the argument buffers it holds. Nothing else holds array data during a
-// run (tests/runtime/heap_hook_test.cpp counts every heap allocation to check that).
+// run (tests/heap/heap_hook_test.cpp counts every heap allocation to check that).
 struct ExecutionStats {
   int64_t device_high_water_bytes = 0;  // arguments + the most the device resource handed the run at once
   int64_t host_high_water_bytes = 0;    // the same for pinned_host and unpinned_host together
