@@ -166,7 +166,7 @@ std::vector<size_t> memory_first_order(const ir::Program& program, const Depende
 // Regions up to kBeamUpTo equations also get a beam search; time grows as width x n^2, so small
 // regions (most bodies, most backward passes of one layer) get a wider beam.
 constexpr size_t kBeamUpTo = 400;
-int beam_width(size_t n) { return n <= 64 ? 1024 : n <= 160 ? 48 : 12; }
+int beam_width(size_t n) { return n <= 48 ? 4096 : n <= 64 ? 1024 : n <= 160 ? 48 : 12; }
 // Top-level regions up to this many equations break ties between candidates by the arena buffer
 // assignment packs (one order may fragment less than another with the same live bytes).
 constexpr size_t kArenaTieBreakUpTo = 4000;
