@@ -105,8 +105,8 @@ std::vector<size_t> beam_order(const ScheduleModel& m, int width, int64_t below)
       next.parent.push_back(c.parent);
       next.eq.push_back(c.eq);
     }
-    layer.missing.clear();
-    layer.unread.clear();
+    std::vector<int32_t>().swap(layer.missing);  // the history keeps only the parent links
+    std::vector<int32_t>().swap(layer.unread);
     history.push_back(std::move(layer));
     layer = std::move(next);
   }
