@@ -34,7 +34,10 @@ struct Offloadable {
   MemoryKind src = MemoryKind::device;
   MemoryKind dst = MemoryKind::pinned_host;
 };
-using Decision = std::variant<Saveable, Recompute, Offloadable>;
+// The compiler chooses (save, recompute or offload) for the program's device_memory_limit, at the
+// lowest estimated step time (see policies::automatic).
+struct Automatic {};
+using Decision = std::variant<Saveable, Recompute, Offloadable, Automatic>;
 
 // What a policy sees: one equation of the checkpointed function (scan bodies included).
 class Equation {
@@ -71,6 +74,11 @@ class Policy {
 namespace policies {
 // Saves every value (no recomputation).
 extern const Policy everything_saveable;
+// Lets the compiler decide for every value: with CompileOptions::device_memory_limit it saves,
+// recomputes (with the chain a value needs) or offloads each value the backward pass reads so that
+// the plan fits the limit at the lowest estimated step time; without a limit it saves everything
+// (the fastest plan). Values a nested checkpoint's own policy decides keep that decision.
+extern const Policy automatic;
 // Saves nothing but the checkpoint's inputs (full recomputation); the default.
 extern const Policy nothing_saveable;
 // Saves dot_general outputs (JAX's dots_saveable, alias checkpoint_dots).

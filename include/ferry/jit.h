@@ -36,8 +36,17 @@ struct ShapeDtype {
 struct CompileOptions {
   int64_t device_memory_limit = 0;       // bytes; 0: no limit
   std::string backend = "cpu";
-  double link_bandwidth_bytes_per_s = 25e9;  // host <-> device copies, for the cost model (> 0)
-  double compute_flops_per_s = 1e11;         // for the cost model (> 0)
+  // With a device_memory_limit: the automatic planner decides, for every value the backward pass
+  // reads (not only under policies::automatic checkpoints), whether to keep it, offload it or (for
+  // a value an automatic checkpoint recomputes) recompute it, so that the plan fits the limit at
+  // the lowest estimated step time. Decisions of explicit checkpoint policies are kept.
+  bool fit_to_limit = false;
+  // The cost model's rates (> 0): the estimated step time (CostStats::estimated_seconds) and the
+  // automatic planner's choices are made with them. The defaults are this project's reference CPU
+  // machine (docs/COST_MODEL.md); `ferry calibrate` measures them on this machine.
+  double link_bandwidth_bytes_per_s = 25e9;  // host <-> device copies
+  double compute_flops_per_s = 1e11;
+  double memory_bytes_per_s = 2e10;          // bytes an equation reads and writes
   // Checked mode, for tests: every arena byte outside a live buffer holds a poison pattern (0xFF
   // bytes, a NaN in every float dtype) from the start of a run and again from the moment its buffer
   // is released, so a kernel that reads a buffer before it is written or after the plan released
@@ -75,6 +84,11 @@ struct CostStats {
   double recompute_flops = 0;     // of the equations a backward pass recomputes (marked !remat)
   int64_t bytes_to_host = 0;      // copies planned from the device to host kinds
   int64_t bytes_to_device = 0;    // and back
+  // The estimated time of one call by the cost model with overlap (compiler/step_time.h): each
+  // equation at the compile options' FLOP and memory rates, plus the part of each host copy that
+  // the compute in its window does not hide (copies share one link).
+  double estimated_seconds = 0;
+  double exposed_copy_seconds = 0;  // of estimated_seconds: waiting for copies
 };
 
 // What the last run measured, independently of the plan: each memory kind's resource counts the

@@ -1,5 +1,6 @@
 #include "compiler/cost_analysis.h"
 
+#include "compiler/step_time.h"
 #include "prims/registry.h"
 
 namespace ferry::compiler {
@@ -27,6 +28,14 @@ CostStats cost_stats(const ir::Program& p) {
     }
   }
   return total;
+}
+
+CostStats cost_stats(const ir::Program& p, const CompileOptions& options) {
+  CostStats stats = cost_stats(p);
+  StepTime t = estimate_step_time(p, step_rates(options));
+  stats.estimated_seconds = t.seconds();
+  stats.exposed_copy_seconds = t.exposed_copy_seconds;
+  return stats;
 }
 
 }  // namespace ferry::compiler

@@ -7,6 +7,9 @@
 
 namespace ferry::compiler {
 
+// Work only (estimated_seconds 0).
 CostStats cost_stats(const ir::Program& program);
+// Work and the estimated step time at the options' rates.
+CostStats cost_stats(const ir::Program& program, const CompileOptions& options);
 
 }  // namespace ferry::compiler

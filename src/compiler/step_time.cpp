@@ -61,3 +61,11 @@ StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
 }
 
 }  // namespace ferry::compiler
+
+namespace ferry::compiler {
+
+StepRates step_rates(const CompileOptions& options) {
+  return {options.compute_flops_per_s, options.memory_bytes_per_s, options.link_bandwidth_bytes_per_s};
+}
+
+}  // namespace ferry::compiler

@@ -10,6 +10,7 @@
 // counted once per step; so is a checkpoint's body.
 #pragma once
 
+#include "ferry/jit.h"
 #include "ir/program.h"
 
 namespace ferry::compiler {
@@ -27,5 +28,8 @@ struct StepTime {
 };
 
 StepTime estimate_step_time(const ir::Program& program, const StepRates& rates);
+
+// The rates compile options give.
+StepRates step_rates(const CompileOptions& options);
 
 }  // namespace ferry::compiler

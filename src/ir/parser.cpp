@@ -436,7 +436,7 @@ class Parser final : public ParamValueReader {
     scope.program.equations.push_back(std::move(eq));
   }
 
-  // ` !save`, ` !recompute`, ` !offload(src,dst)` (at most one) and ` !remat`.
+  // ` !save`, ` !recompute`, ` !offload(src,dst)`, ` !automatic` (at most one), ` !remat` and ` !auto`.
   void parse_annotations(Equation& eq) {
     bool decided = false;
     while (accept('!')) {
@@ -448,12 +448,19 @@ class Parser final : public ParamValueReader {
         eq.rematerialized = true;
         continue;
       }
-      if (decided) fail_at(start, "an equation has at most one of !save, !recompute, !offload");
+      if (w == "auto") {
+        if (eq.automatic) fail_at(start, "'!auto' given twice");
+        eq.automatic = true;
+        continue;
+      }
+      if (decided) fail_at(start, "an equation has at most one of !save, !recompute, !offload, !automatic");
       decided = true;
       if (w == "save") {
         eq.decision.kind = RematDecision::Kind::save;
       } else if (w == "recompute") {
         eq.decision.kind = RematDecision::Kind::recompute;
+      } else if (w == "automatic") {
+        eq.decision.kind = RematDecision::Kind::automatic;
       } else if (w == "offload") {
         eq.decision.kind = RematDecision::Kind::offload;
         expect('(');
@@ -462,7 +469,7 @@ class Parser final : public ParamValueReader {
         eq.decision.dst = read_memory_kind();
         expect(')');
       } else {
-        fail_at(start, fmt::format("unknown annotation '!{}' (expected save, recompute, offload(src,dst) or remat)", w));
+        fail_at(start, fmt::format("unknown annotation '!{}' (expected save, recompute, offload(src,dst), automatic, remat or auto)", w));
       }
     }
   }

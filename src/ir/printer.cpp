@@ -76,8 +76,10 @@ void print_program(std::string& out, const Program& p, int indent) {
       case RematDecision::Kind::offload:
         out += fmt::format(" !offload({},{})", memory_kind_name(eq.decision.src), memory_kind_name(eq.decision.dst));
         break;
+      case RematDecision::Kind::automatic: out += " !automatic"; break;
     }
     if (eq.rematerialized) out += " !remat";
+    if (eq.automatic) out += " !auto";
     if (!eq.subprograms.empty()) {
       out += " {\n";
       for (const auto& sub : eq.subprograms) {

@@ -11,6 +11,9 @@
 //   memory kind and fetched back. Differentiation reads it; nothing else does.
 // - `rematerialized` marks an equation of a backward pass that recomputes (or fetches back) a
 //   forward value: it stays in the backward pass and CSE never merges it with its forward twin.
+// - `automatic` marks a rematerialized equation that an `automatic` policy left to the compiler:
+//   the automatic planner (compiler/auto_plan.h) may replace its results by its forward twin's,
+//   saved or offloaded, instead of recomputing them.
 #pragma once
 
 #include <memory>
@@ -28,7 +31,7 @@ using ValueId = int32_t;
 struct Program;
 
 struct RematDecision {
-  enum class Kind : uint8_t { none, save, recompute, offload };
+  enum class Kind : uint8_t { none, save, recompute, offload, automatic };
   Kind kind = Kind::none;
   MemoryKind src = MemoryKind::device;       // offload: where the value lives
   MemoryKind dst = MemoryKind::pinned_host;  // offload: where it waits for the backward pass
@@ -48,6 +51,7 @@ struct Equation {
   std::string name;
   RematDecision decision;
   bool rematerialized = false;
+  bool automatic = false;
 };
 
 struct Program {

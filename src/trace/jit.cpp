@@ -86,6 +86,7 @@ void check_options(const CompileOptions& options) {
                 fmt::format("device_memory_limit must be >= 0 bytes (0 means no limit), got {}", options.device_memory_limit));
   check_rate(options.link_bandwidth_bytes_per_s, "link_bandwidth_bytes_per_s");
   check_rate(options.compute_flops_per_s, "compute_flops_per_s");
+  check_rate(options.memory_bytes_per_s, "memory_bytes_per_s");
 }
 
 }  // namespace
@@ -133,7 +134,7 @@ std::vector<Array> Compiled::run_traced(const std::vector<Array>& flat_args, con
   return out;
 }
 
-CostStats Compiled::cost_analysis() const { return compiler::cost_stats(*impl_->program); }
+CostStats Compiled::cost_analysis() const { return compiler::cost_stats(*impl_->program, impl_->options); }
 
 MemoryStats Compiled::memory_analysis() const { return compiler::memory_stats(*impl_->program, *impl_->plan); }
 

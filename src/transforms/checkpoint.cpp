@@ -26,6 +26,7 @@ ir::RematDecision to_ir(const Decision& d) {
   ir::RematDecision r;
   if (std::holds_alternative<Saveable>(d)) r.kind = ir::RematDecision::Kind::save;
   else if (std::holds_alternative<Recompute>(d)) r.kind = ir::RematDecision::Kind::recompute;
+  else if (std::holds_alternative<Automatic>(d)) r.kind = ir::RematDecision::Kind::automatic;
   else {
     const auto& o = std::get<Offloadable>(d);
     ir::check_memory_kind(o.src, "checkpoint: a policy's Offloadable src");

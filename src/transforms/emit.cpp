@@ -41,6 +41,7 @@ std::vector<Tensor> emit(const ir::Program& program, const std::vector<Tensor>& 
     for (ir::ValueId v : eq.inputs) in.push_back(env[static_cast<size_t>(v)]);
     std::vector<Tensor> out = tracer->bind(eq.prim, eq.params, in, eq.name, eq.subprograms);
     tracer->equation(tracer->num_equations() - 1).rematerialized = eq.rematerialized;
+    tracer->equation(tracer->num_equations() - 1).automatic = eq.automatic;
     for (size_t i = 0; i < out.size(); ++i) env[static_cast<size_t>(eq.outputs[i])] = out[i];
   }
   std::vector<Tensor> outs;

@@ -74,6 +74,7 @@ Linearization::Linearization(std::shared_ptr<const ir::Program> program, std::ve
     } else {
       out = tracer.bind(eq.prim, eq.params, in, eq.name, eq.subprograms);
       tracer.equation(tracer.num_equations() - 1).rematerialized = eq.rematerialized;
+      tracer.equation(tracer.num_equations() - 1).automatic = eq.automatic;
     }
     inherit_decision(tracer, first, eq);
     for (size_t i = 0; i < out.size(); ++i) env_[static_cast<size_t>(eq.outputs[i])] = out[i];

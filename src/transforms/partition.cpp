@@ -189,7 +189,7 @@ Partition partition(const PartitionSpec& spec) {
   for (size_t e = 0; e < ne; ++e) {
     const ir::Equation& eq = J.equations[e];
     if (eq.prim != Primitive::checkpoint_name || backward[e] || eq_invariant[e] ||
-        kind_of(eq) == RematDecision::Kind::recompute)
+        kind_of(eq) == RematDecision::Kind::recompute || kind_of(eq) == RematDecision::Kind::automatic)
       continue;
     named_as[static_cast<size_t>(eq.inputs[0])] = eq.outputs[0];
     named_at[static_cast<size_t>(eq.inputs[0])] = e;
@@ -221,7 +221,9 @@ Partition partition(const PartitionSpec& spec) {
       for (ValueId v : eq.outputs) used = used || needed[static_cast<size_t>(v)];
       if (!used) continue;
       RematDecision::Kind kind = kind_of(eq);
-      if (eq_invariant[e] || kind == RematDecision::Kind::recompute || defer[e]) {
+      // An automatic decision is a recomputation here, marked so that the compiler, which knows the
+      // limit, may save or offload the value instead (compiler/auto_plan.h).
+      if (eq_invariant[e] || kind == RematDecision::Kind::recompute || kind == RematDecision::Kind::automatic || defer[e]) {
         recompute[e] = 1;
         for (ValueId v : eq.inputs) needed[static_cast<size_t>(read_as(v, e))] = 1;
         continue;
@@ -297,7 +299,10 @@ Partition partition(const PartitionSpec& spec) {
     if (!backward[e] && !recompute[e]) continue;
     ir::Equation& copy = bwd.copy(J.equations[e]);
     copy.decision = {};
-    if (recompute[e] && !deferred[e]) copy.rematerialized = spec.prevent_cse;
+    if (recompute[e] && !deferred[e]) {
+      copy.rematerialized = spec.prevent_cse;
+      copy.automatic = copy.rematerialized && kind_of(J.equations[e]) == RematDecision::Kind::automatic;
+    }
   }
   for (size_t i = spec.num_primal_outputs; i < J.outputs.size(); ++i)
     bwd.program().outputs.push_back(bwd.map(read_as(J.outputs[i])));

@@ -24,6 +24,7 @@ bool is_dot_without_batch_dims(const Equation& e) {
 }  // namespace
 
 const Policy everything_saveable{[](const Equation&) -> Decision { return Saveable{}; }, "everything_saveable"};
+const Policy automatic{[](const Equation&) -> Decision { return Automatic{}; }, "automatic"};
 const Policy nothing_saveable{[](const Equation&) -> Decision { return Recompute{}; }, "nothing_saveable"};
 const Policy dots_saveable{
     [](const Equation& e) -> Decision { return is_dot(e) ? Decision{Saveable{}} : Decision{Recompute{}}; },
