@@ -292,14 +292,22 @@ bool plan_automatic(ir::Program& program, const CompileOptions& options, const P
       }
     }
   }
-  std::vector<Kind> kinds = planner.choices(prob, least);
-  Planned planned = planner.plan(kinds);
-  r.attempts += 1;
-  if (planned.peak <= limit) {
-    r.choice = least;
-    return finish(planned, kinds);
+  // And every value recomputed where it can be (stacked residuals saved): the program as
+  // differentiation left it, the plan nothing_saveable would make.
+  std::vector<int> recompute(prob.candidates.size(), 0);
+  for (size_t c = 0; c < prob.candidates.size(); ++c)
+    for (size_t o = 0; o < prob.candidates[c].options.size(); ++o)
+      if (prob.candidates[c].options[o].kind == Kind::recompute) recompute[c] = static_cast<int>(o);
+  for (const std::vector<int>* choice : {&least, &recompute}) {
+    std::vector<Kind> kinds = planner.choices(prob, *choice);
+    Planned planned = planner.plan(kinds);
+    r.attempts += 1;
+    if (planned.peak <= limit) {
+      r.choice = *choice;
+      return finish(planned, kinds);
+    }
+    if (planned.peak < smallest.peak) smallest = planned;
   }
-  if (planned.peak < smallest.peak) smallest = planned;
   try {
     check_device_limit(*smallest.program, *smallest.plan, limit);
   } catch (const Error& e) {
