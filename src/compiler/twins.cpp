@@ -28,11 +28,22 @@ std::string key(const ir::Equation& eq, const std::vector<ValueId>& inputs) {
 // fp values they equal (-1: none); at the top level (fp == bp) every value is itself.
 void match(const ir::Program& fp, const ir::Program& bp, std::vector<ValueId> canon, int pair, Twins& out) {
   const bool same = &fp == &bp;
+  // checkpoint_name is an identity: a name and the value it names are the same value here (a
+  // backward body names the stacked slice of a forward value that was named before it was stacked).
+  std::vector<ValueId> unnamed(fp.values.size());
+  for (size_t v = 0; v < unnamed.size(); ++v) unnamed[v] = static_cast<ValueId>(v);
+  for (const ir::Equation& eq : fp.equations)
+    if (eq.prim == Primitive::checkpoint_name && !eq.rematerialized) unnamed[idx(eq.outputs[0])] = unnamed[idx(eq.inputs[0])];
+  auto keyed = [&](const std::vector<ValueId>& in) {
+    std::vector<ValueId> k;
+    for (ValueId v : in) k.push_back(unnamed[idx(v)]);
+    return k;
+  };
   std::unordered_map<std::string, size_t> table;
   for (size_t e = 0; e < fp.equations.size(); ++e) {
     const ir::Equation& eq = fp.equations[e];
     if (eq.rematerialized || !eq.subprograms.empty() || eq.outputs.empty()) continue;
-    table.emplace(key(eq, eq.inputs), e);
+    table.emplace(key(eq, keyed(eq.inputs)), e);
   }
   std::vector<char> clone_value(bp.values.size(), 0);
   const size_t first = out.twins.size();
@@ -47,7 +58,7 @@ void match(const ir::Program& fp, const ir::Program& bp, std::vector<ValueId> ca
       in.push_back(canon[idx(v)]);
     }
     if (!known) continue;
-    auto it = table.find(key(eq, in));
+    auto it = table.find(key(eq, keyed(in)));
     if (it == table.end() || (same && it->second >= e)) continue;
     const ir::Equation& f = fp.equations[it->second];
     if (f.outputs.size() != eq.outputs.size()) continue;
