@@ -1,6 +1,10 @@
 #include "runtime/memory_resource.h"
 
+#include <algorithm>
 #include <atomic>
+#include <deque>
+#include <mutex>
+#include <vector>
 #include <cstdlib>
 
 #include <sys/mman.h>
@@ -19,6 +23,42 @@ std::atomic<int64_t> g_allocations{0}, g_heap_allocations{0};
 size_t page_rounded(size_t bytes) {
   const size_t page = 4096;
   return (bytes + page - 1) / page * page;
+}
+
+// Mappings given back, kept for reuse: (mapped size, address), oldest first.
+std::mutex g_cache_mutex;
+std::deque<std::pair<size_t, void*>> g_cache;
+size_t g_cache_bytes = 0;
+
+void* take_cached(size_t mapped) {
+  std::lock_guard<std::mutex> lock(g_cache_mutex);
+  for (auto it = g_cache.rbegin(); it != g_cache.rend(); ++it)
+    if (it->first == mapped) {
+      void* p = it->second;
+      g_cache_bytes -= mapped;
+      g_cache.erase(std::next(it).base());
+      return p;
+    }
+  return nullptr;
+}
+
+void give_back_mapping(void* p, size_t mapped) {
+  std::vector<std::pair<size_t, void*>> evicted;
+  {
+    std::lock_guard<std::mutex> lock(g_cache_mutex);
+    if (mapped > kMappingCacheBytes) {
+      evicted.emplace_back(mapped, p);
+    } else {
+      g_cache.emplace_back(mapped, p);
+      g_cache_bytes += mapped;
+      while (g_cache_bytes > kMappingCacheBytes || g_cache.size() > kMappingCacheEntries) {
+        evicted.push_back(g_cache.front());
+        g_cache_bytes -= g_cache.front().first;
+        g_cache.pop_front();
+      }
+    }
+  }
+  for (auto [size, q] : evicted) munmap(q, size);
 }
 
 // What a zero-byte allocation points at: valid, aligned, owned by nobody.
@@ -45,8 +85,11 @@ void* allocate(MemoryKind kind, size_t bytes, Tally* tally) {
   void* p = nullptr;
   if (bytes >= kMapThreshold) {
     size_t mapped = page_rounded(bytes);
-    p = mapped >= bytes ? mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
-    if (p == MAP_FAILED) p = nullptr;
+    p = mapped >= bytes ? take_cached(mapped) : nullptr;
+    if (p == nullptr) {
+      p = mapped >= bytes ? mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+      if (p == MAP_FAILED) p = nullptr;
+    }
   } else {
     size_t rounded = (bytes + kAllocationAlignment - 1) / kAllocationAlignment * kAllocationAlignment;
     p = std::aligned_alloc(kAllocationAlignment, rounded);
@@ -63,9 +106,19 @@ void* allocate(MemoryKind kind, size_t bytes, Tally* tally) {
 void deallocate(MemoryKind kind, void* p, size_t bytes, Tally* tally) {
   size_t k = index_of(kind);
   if (p == nullptr || p == g_empty) return;
-  if (bytes >= kMapThreshold) munmap(p, page_rounded(bytes));
+  if (bytes >= kMapThreshold) give_back_mapping(p, page_rounded(bytes));
   else std::free(p);
   count(k, -static_cast<int64_t>(bytes), tally);
+}
+
+void release_cached_mappings() {
+  std::deque<std::pair<size_t, void*>> all;
+  {
+    std::lock_guard<std::mutex> lock(g_cache_mutex);
+    all.swap(g_cache);
+    g_cache_bytes = 0;
+  }
+  for (auto [size, p] : all) munmap(p, size);
 }
 
 ResourceCounters resource_counters() {
