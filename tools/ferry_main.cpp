@@ -135,6 +135,10 @@ int main(int argc, char** argv) {
       "demo", "train a built-in GPT under a device memory limit; compare checkpoint policies first");
   demo_cmd->add_option("--steps", demo_options.steps, "training steps")->check(CLI::Range(1, 100000));
   demo_cmd->add_option("--min-factor", demo_options.min_factor, "fail unless the loss falls by this factor");
+  demo_cmd->add_option("--save", demo_options.save_path,
+                       "where to save the trained model and optimizer state (safetensors; \"\" to skip)");
+  demo_cmd->add_option("--resume", demo_options.resume_path, "continue training from a checkpoint --save wrote");
+  demo_cmd->add_flag("--print-losses", demo_options.print_losses, "print every step's loss exactly");
   app.add_subcommand("mlp", "trace, print, compile, run and train a small MLP");
   std::string path;
   auto* check_cmd = app.add_subcommand("check", "parse and verify IR text; print it canonically");

@@ -172,4 +172,19 @@ NamedArrays load(const std::string& path, MemoryKind kind) {
 
 Metadata load_metadata(const std::string& path) { return open_checked(path).header.metadata; }
 
+namespace detail {
+
+void missing_array(const std::string& name) {
+  throw Error(ErrorCode::invalid_argument, fmt::format("load: no array named '{}'", name));
+}
+
+void check_loaded(const std::string& name, const Array& loaded, const Array& like) {
+  if (like.defined() && (loaded.dtype() != like.dtype() || loaded.shape() != like.shape()))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("load: array '{}' is {} but {} is wanted", name, type_string(loaded.dtype(), loaded.shape()),
+                            type_string(like.dtype(), like.shape())));
+}
+
+}  // namespace detail
+
 }  // namespace ferry

@@ -169,10 +169,11 @@ std::shared_ptr<const detail::TreeDef> Compiled::output_structure() const { retu
 
 void Compiled::check_arguments(const detail::TreeDef& arguments) const {
   const detail::TreeDef* want = impl_->input_structure.get();
-  // Parsed programs record no structure; run() checks the flat count and types either way.
-  if (!want || arguments == *want) return;
+  // Parsed programs record no structure; run() checks the flat count and types either way (and
+  // names the program input), so only a difference those checks cannot see is reported here.
+  if (!want || arguments == *want || arguments.leaves() != want->leaves()) return;
   if (arguments.children.size() != want->children.size())
-    throw Error(ErrorCode::invalid_argument, fmt::format("compiled call: {} arguments given, the function takes {}",
+    throw Error(ErrorCode::invalid_argument, fmt::format("compiled call: the function takes {1} argument(s), got {0}",
                                                          arguments.children.size(), want->children.size()));
   for (size_t i = 0; i < want->children.size(); ++i)
     if (!(arguments.children[i] == want->children[i]))
