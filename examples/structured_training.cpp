@@ -6,6 +6,8 @@
 //
 // It is a test: it exits non-zero unless the loss falls 10x, the whole loop traced and compiled the
 // step exactly once, and the saved state loads back equal.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -63,12 +65,16 @@ int main() {
   TrainState<fy::Array> state{params, fy::optim::adamw_init(params)};
   const fy::JitCounters before = fy::jit_counters();
   float first_loss = 0, last_loss = 0;
+  std::vector<double> seconds;  // per call: the first traces and compiles, the others reuse it
   for (int step = 0; step < steps; ++step) {
     std::uniform_real_distribution<float> u(-1.f, 1.f);
     std::vector<float> xs(batch), ys;
     for (float& x : xs) x = u(rng);
     for (float x : xs) ys.push_back(std::sin(3 * x));
-    auto [next, metrics] = train_step(state, fy::Array::from(xs, {batch, 1}), fy::Array::from(ys, {batch, 1}));
+    fy::Array x = fy::Array::from(xs, {batch, 1}), y = fy::Array::from(ys, {batch, 1});
+    auto start = std::chrono::steady_clock::now();
+    auto [next, metrics] = train_step(state, x, y);
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     state = next;
     const float loss = metrics.loss.to_vector<float>()[0];
     if (step == 0) first_loss = loss;
@@ -82,6 +88,10 @@ int main() {
   std::printf("%d steps: %lld trace, %lld compile; loss %.4f -> %.4f (%.1fx lower)\n", steps,
               static_cast<long long>(traces), static_cast<long long>(compiles), first_loss, last_loss,
               first_loss / last_loss);
+  std::vector<double> later(seconds.begin() + 1, seconds.end());
+  std::nth_element(later.begin(), later.begin() + static_cast<std::ptrdiff_t>(later.size() / 2), later.end());
+  std::printf("first call (trace, compile, run) %.2f ms; later calls (cached) %.3f ms median\n", seconds[0] * 1e3,
+              later[later.size() / 2] * 1e3);
 
   // A checkpoint: every array named by its path ("params.w1", "opt.mu.w1", "opt.count"), loaded back
   // into the same structure.

@@ -153,7 +153,11 @@ int main(int argc, char** argv) {
                     "device bytes the plan may use (0: none; default from FERRY_DEVICE_MEMORY_LIMIT)");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (app.got_subcommand("demo")) return ferry::tools::run_demo(demo_options);
+    if (app.got_subcommand("demo")) {
+      // A few resumed steps need not lower the loss; check it only when asked to.
+      if (!demo_options.resume_path.empty() && demo_cmd->count("--min-factor") == 0) demo_options.min_factor = 0;
+      return ferry::tools::run_demo(demo_options);
+    }
     if (app.got_subcommand("mlp")) return run_mlp_demo_impl();
     if (app.got_subcommand("check")) return check(path);
     if (app.got_subcommand("run")) return run(path, limit);

@@ -108,7 +108,7 @@ struct JitOptions {
   std::vector<int> donate_argnums;
   // How calls on Arrays compile, and how many compiled programs (argument signatures) they keep.
   CompileOptions compile = {};
-  size_t cache_capacity = 64;
+  size_t cache_capacity = 32;
 };
 
 namespace detail {

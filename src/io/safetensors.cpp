@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -81,10 +82,17 @@ struct OpenFile {
 
 OpenFile open_checked(const std::string& path) {
   OpenFile f;
+  // A directory or a FIFO is not a file to read (opening a FIFO would wait for a writer).
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status))
+    throw Error(ErrorCode::invalid_argument, fmt::format("load: {} is not a regular file", path));
   f.in.open(path, std::ios::binary);
   if (!f.in) io_error("load: cannot open", path);
   f.in.seekg(0, std::ios::end);
-  const auto size = static_cast<uint64_t>(f.in.tellg());
+  const std::streamoff end = f.in.tellg();
+  if (end < 0 || !f.in) io_error("load: cannot read", path);
+  const auto size = static_cast<uint64_t>(end);
   f.in.seekg(0);
   std::string first(8, '\0');
   f.in.read(first.data(), static_cast<std::streamsize>(std::min<uint64_t>(size, 8)));

@@ -227,6 +227,8 @@ TEST(Safetensors, FileErrorsNameThePath) {
   fy::Error missing = error_of([] { fy::load("/nonexistent/dir/x.safetensors"); });
   EXPECT_EQ(missing.code(), fy::ErrorCode::invalid_argument);
   EXPECT_NE(missing.message().find("/nonexistent/dir/x.safetensors"), std::string::npos) << missing.what();
+  fy::Error directory = error_of([] { fy::load(std::filesystem::temp_directory_path().string()); });
+  EXPECT_NE(directory.message().find("not a regular file"), std::string::npos) << directory.what();
   fy::Error unwritable = error_of([] { fy::save("/nonexistent/dir/x.safetensors", {{"a", fy::ones({1})}}); });
   EXPECT_EQ(unwritable.code(), fy::ErrorCode::invalid_argument);
   const std::string path = temp_path("truncated.safetensors");

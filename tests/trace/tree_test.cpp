@@ -197,3 +197,47 @@ TEST(Trees, TreesSaveByPathAndLoadIntoTheirStructure) {
   EXPECT_NE(missing.message().find("nothing.layers.0.w"), std::string::npos) << missing.what();
   std::filesystem::remove(path);
 }
+
+TEST(Trees, ScanCarriesAStructAndStacksAMap) {
+  auto f = fy::jit([](Layer<fy::Tensor> init, fy::Tensor xs) {
+    auto r = fy::scan(
+        [](Layer<fy::Tensor> c, fy::Tensor x) {
+          Layer<fy::Tensor> next{c.w + x, c.b * x};
+          return std::pair{next, std::map<std::string, fy::Tensor>{{"w", next.w}, {"sum", fy::sum(next.b)}}};
+        },
+        init, xs);
+    return std::pair{r.carry, r.ys};
+  });
+  auto [carry, ys] = f(Layer<fy::Array>{vec({0.f, 1.f}), vec({1.f, 1.f})},
+                       fy::Array::from(std::vector<float>{1, 2, 3, 4, 5, 6}, {3, 2}));
+  EXPECT_EQ(carry.w.to_vector<float>(), (std::vector<float>{9.f, 13.f}));
+  EXPECT_EQ(carry.b.to_vector<float>(), (std::vector<float>{15.f, 48.f}));
+  EXPECT_EQ(ys.at("w").shape(), (fy::Shape{3, 2}));
+  EXPECT_EQ(ys.at("sum").to_vector<float>(), (std::vector<float>{3.f, 11.f, 63.f}));
+  // Differentiated, the gradient of the struct carry has its structure.
+  auto g = fy::jit([](Layer<fy::Tensor> init, fy::Tensor xs) {
+    return fy::grad([&](Layer<fy::Tensor> l) {
+      auto r = fy::scan([](Layer<fy::Tensor> c, fy::Tensor x) { return std::pair{Layer<fy::Tensor>{c.w * x, c.b + x}, fy::Tensor{}}; },
+                        l, xs);
+      return fy::sum(r.carry.w) + fy::sum(r.carry.b);
+    })(init);
+  });
+  Layer<fy::Array> grads = g(Layer<fy::Array>{vec({1.f, 1.f}), vec({0.f, 0.f})},
+                             fy::Array::from(std::vector<float>{2, 3, 4, 5}, {2, 2}));
+  EXPECT_EQ(grads.w.to_vector<float>(), (std::vector<float>{8.f, 15.f}));
+  EXPECT_EQ(grads.b.to_vector<float>(), (std::vector<float>{1.f, 1.f}));
+}
+
+TEST(Trees, TransformationsOnArraysReturnStructures) {
+  auto loss = [](std::map<std::string, fy::Tensor> p, fy::Tensor x) { return fy::sum(p.at("w") * x + p.at("b")); };
+  std::map<std::string, fy::Array> p{{"w", vec({1.f, 2.f})}, {"b", vec({0.f, 0.f})}};
+  std::map<std::string, fy::Array> g = fy::grad(loss)(p, vec({3.f, 4.f}));
+  EXPECT_EQ(g.at("w").to_vector<float>(), (std::vector<float>{3.f, 4.f}));
+  EXPECT_EQ(g.at("b").to_vector<float>(), (std::vector<float>{1.f, 1.f}));
+  auto [value, g2] = fy::value_and_grad(loss)(p, vec({3.f, 4.f}));
+  EXPECT_EQ(value.to_vector<float>(), (std::vector<float>{11.f}));
+  EXPECT_TRUE(g2.at("w").equals(g.at("w")));
+  auto twice = fy::checkpoint([](Layer<fy::Tensor> l) { return Layer<fy::Tensor>{l.w * 2.0, l.b * 2.0}; });
+  Layer<fy::Array> doubled = twice(Layer<fy::Array>{vec({1.f}), vec({2.f})});
+  EXPECT_EQ(doubled.b.to_vector<float>(), (std::vector<float>{4.f}));
+}
