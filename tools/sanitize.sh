@@ -3,7 +3,8 @@
 #   asan  the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
 #   tsan  the copy queue's tests and the offloading programs under ThreadSanitizer (build-tsan/)
 #   fuzz  the libFuzzer targets (clang, ASan + UBSan), corpus-driven, FERRY_FUZZ_SECONDS each
-#         (default 60) (build-fuzz/); a crash leaves its input in build-fuzz/artifacts/
+#         (default 60) (build-fuzz/); a crash leaves its input in build-fuzz/artifacts/.
+#         FERRY_FUZZ_TARGETS="safetensors_fuzzer" (say) runs only those targets.
 # Usage: tools/sanitize.sh [asan] [tsan] [fuzz]   (no argument: all three). Any report fails it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -14,7 +14,8 @@
 //
 // Calling a jit-ed function on Arrays compiles it once per argument signature and keeps the program
 // (ferry/jit_cache.h); it returns the result's structure of Arrays when that has a struct or a map
-// in it, and Results otherwise (as before structures: flat, and convertible).
+// in it, and Results otherwise (flat, as calls returned before, and convertible), so code that
+// indexes the results of a function returning Tensors, vectors or tuples keeps working.
 #pragma once
 
 #include <concepts>
