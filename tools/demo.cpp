@@ -34,16 +34,9 @@ void progress(int step, int steps, float loss, bool tty) {
   std::fflush(stdout);
 }
 
-}  // namespace
-
-int run_demo(const DemoOptions& options) {
-  const fm::GptConfig c{.vocab = 32, .d_model = 128, .heads = 4, .seq = 64, .batch = 8, .layers = 4};
-  fmt::print("ferry demo: a GPT learns to copy\n");
-  fmt::print("model: decoder-only transformer, {} blocks as one scan, d_model {}, {} heads, sequence {}, batch {}, "
-             "vocabulary {}\n",
-             c.layers, c.d_model, c.heads, c.seq, c.batch, c.vocab);
-  fmt::print("task:  each sequence is a random half followed by the same half; predict the next token\n\n");
-
+// Prints what each policy costs and which fit a limit between keeping everything and offloading
+// the tagged names; returns that limit.
+int64_t compare_policies(const fm::GptConfig& c, const std::vector<fm::NamedPolicy>& policies) {
   auto [tokens, targets] = fm::copy_task_batch(c, 0);
   fm::GptTrainer probe(c, fm::compile_gpt_train_step(c, std::nullopt), 1);
   std::vector<Array> args = probe.params;
@@ -56,7 +49,6 @@ int run_demo(const DemoOptions& options) {
   fmt::print("One training step (loss, gradients, Adam update) under each policy:\n\n");
   fmt::print("  {:<34} {:>12} {:>12} {:>16} {:>12} {:>9}\n", "policy", "device peak", "host bytes", "recompute MFLOP",
              "copied", "step ms");
-  std::vector<fm::NamedPolicy> policies = fm::benchmark_policies(fm::gpt_names());
   int64_t everything = 0, chosen_peak = 0;
   for (const fm::NamedPolicy& p : policies) {
     fm::StepReport r = fm::measure_step(p.name, fm::compile_gpt_train_step(c, p.policy), args, 3);
@@ -80,22 +72,52 @@ int run_demo(const DemoOptions& options) {
     }
   }
 
+  return limit;
+}
+
+}  // namespace
+
+int run_demo(const DemoOptions& options) {
+  const fm::GptConfig c{.vocab = 32, .d_model = 128, .heads = 4, .seq = 64, .batch = 8, .layers = 4};
+  fmt::print("ferry demo: a GPT learns to copy\n");
+  fmt::print("model: decoder-only transformer, {} blocks as one scan, d_model {}, {} heads, sequence {}, batch {}, "
+             "vocabulary {}\n",
+             c.layers, c.d_model, c.heads, c.seq, c.batch, c.vocab);
+  fmt::print("task:  each sequence is a random half followed by the same half; predict the next token\n\n");
+
+  std::vector<fm::NamedPolicy> policies = fm::benchmark_policies(fm::gpt_names());
   const fm::NamedPolicy& offload = policies.back();
+  int64_t limit = 0;
+  if (options.resume_path.empty()) {
+    limit = compare_policies(c, policies);
+  } else {
+    // The same limit as the first run, from the two plans it lies between (no timing this time).
+    int64_t everything = fm::compile_gpt_train_step(c, std::nullopt).memory_analysis().peak_memory_in_bytes;
+    limit = (everything + fm::compile_gpt_train_step(c, offload.policy).memory_analysis().peak_memory_in_bytes) / 2;
+  }
+
   fmt::print("\nTraining with '{}' (the tagged projections go to pinned host memory) under the limit:\n",
              offload.name);
   fm::GptTrainer trainer(c, fm::compile_gpt_train_step(c, offload.policy, limit), 1);
+  int done = 0;  // steps before this run's first
+  if (!options.resume_path.empty()) {
+    done = trainer.load(options.resume_path);
+    fmt::print("resumed from {} after step {}\n", options.resume_path, done);
+  }
   const bool tty = isatty(STDOUT_FILENO) != 0;
   auto start = std::chrono::steady_clock::now();
   // The loss of the first step against the mean of the last ten (batches differ, so one is noisy).
   float first = 0, last = 0;
   std::vector<float> recent;
   for (int step = 0; step < options.steps; ++step) {
-    auto [tk, tg] = fm::copy_task_batch(c, static_cast<uint32_t>(step + 1));
+    // Batches by the global step, so a resumed run sees what an uninterrupted one would have.
+    auto [tk, tg] = fm::copy_task_batch(c, static_cast<uint32_t>(done + step + 1));
     float loss = trainer.train(tk, tg);
     if (step == 0) first = loss;
     recent.push_back(loss);
     if (recent.size() > 10) recent.erase(recent.begin());
     progress(step + 1, options.steps, loss, tty);
+    if (options.print_losses) fmt::print("loss at step {}: {:.9g}\n", done + step + 1, loss);
   }
   for (float l : recent) last += l / static_cast<float>(recent.size());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -106,6 +128,12 @@ int run_demo(const DemoOptions& options) {
   fmt::print("device high-water {} (planned {}, limit {}); host {}; per step {} to host and back\n",
              mib(stats.device_high_water_bytes), mib(planned.peak_memory_in_bytes), mib(limit),
              mib(stats.host_high_water_bytes), mib(stats.bytes_to_host));
+  if (!options.save_path.empty()) {
+    trainer.save(options.save_path, done + options.steps);
+    fmt::print("saved the model and its Adam state after step {} to {} (safetensors; ferry demo --resume {} "
+               "continues)\n",
+               done + options.steps, options.save_path, options.save_path);
+  }
   bool ok = stats.device_high_water_bytes == planned.peak_memory_in_bytes && first / last >= options.min_factor;
   if (!ok) fmt::print("demo failed: the loss fell {:.2f}x (wanted {:.2f}x) or the high-water mark missed the plan\n",
                       first / last, options.min_factor);

@@ -1,12 +1,20 @@
 // `ferry demo`: the main job end to end on a built-in model.
 #pragma once
 
+#include <string>
+
 namespace ferry::tools {
 
 struct DemoOptions {
   int steps = 300;
   double min_factor = 1.0;  // exit non-zero unless the loss falls by at least this factor
   bool mlp = false;  // the small MLP walk-through instead (trace, print, train)
+  // Where the trained GPT (parameters and Adam state, safetensors) is saved; empty: not saved.
+  std::string save_path = "ferry-demo-gpt.safetensors";
+  // A checkpoint a previous demo saved: training continues from it for `steps` more steps (the
+  // policy table is skipped; the batches are the ones the uninterrupted run would have seen).
+  std::string resume_path;
+  bool print_losses = false;  // every step's loss, exactly, one line each (to compare runs)
 };
 
 int run_demo(const DemoOptions& options);

@@ -135,6 +135,10 @@ int main(int argc, char** argv) {
       "demo", "train a built-in GPT under a device memory limit; compare checkpoint policies first");
   demo_cmd->add_option("--steps", demo_options.steps, "training steps")->check(CLI::Range(1, 100000));
   demo_cmd->add_option("--min-factor", demo_options.min_factor, "fail unless the loss falls by this factor");
+  demo_cmd->add_option("--save", demo_options.save_path,
+                       "where to save the trained model and optimizer state (safetensors; \"\" to skip)");
+  demo_cmd->add_option("--resume", demo_options.resume_path, "continue training from a checkpoint --save wrote");
+  demo_cmd->add_flag("--print-losses", demo_options.print_losses, "print every step's loss exactly");
   app.add_subcommand("mlp", "trace, print, compile, run and train a small MLP");
   std::string path;
   auto* check_cmd = app.add_subcommand("check", "parse and verify IR text; print it canonically");
@@ -149,7 +153,11 @@ int main(int argc, char** argv) {
                     "device bytes the plan may use (0: none; default from FERRY_DEVICE_MEMORY_LIMIT)");
   CLI11_PARSE(app, argc, argv);
   try {
-    if (app.got_subcommand("demo")) return ferry::tools::run_demo(demo_options);
+    if (app.got_subcommand("demo")) {
+      // A few resumed steps need not lower the loss; check it only when asked to.
+      if (!demo_options.resume_path.empty() && demo_cmd->count("--min-factor") == 0) demo_options.min_factor = 0;
+      return ferry::tools::run_demo(demo_options);
+    }
     if (app.got_subcommand("mlp")) return run_mlp_demo_impl();
     if (app.got_subcommand("check")) return check(path);
     if (app.got_subcommand("run")) return run(path, limit);

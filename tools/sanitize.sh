@@ -2,8 +2,9 @@
 # The reliability stage of CI, each part in its own build directory:
 #   asan  the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
 #   tsan  the copy queue's tests and the offloading programs under ThreadSanitizer (build-tsan/)
-#   fuzz  both libFuzzer targets (clang, ASan + UBSan), corpus-driven, FERRY_FUZZ_SECONDS each
-#         (default 60) (build-fuzz/); a crash leaves its input in build-fuzz/artifacts/
+#   fuzz  the libFuzzer targets (clang, ASan + UBSan), corpus-driven, FERRY_FUZZ_SECONDS each
+#         (default 60) (build-fuzz/); a crash leaves its input in build-fuzz/artifacts/.
+#         FERRY_FUZZ_TARGETS="safetensors_fuzzer" (say) runs only those targets.
 # Usage: tools/sanitize.sh [asan] [tsan] [fuzz]   (no argument: all three). Any report fails it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +42,7 @@ for stage in "${stages[@]}"; do
       setarch "$(uname -m)" -R build-tsan/tests/ferry_e2e_tests --gtest_filter='Offload.*:Memory.*'
       ;;
     fuzz)
-      echo "== libFuzzer: the parser, and parse + compile + run (${fuzz_seconds}s each)"
+      echo "== libFuzzer: the parser, parse + compile + run, and safetensors files (${fuzz_seconds}s each)"
       missing=()
       for p in clang-14 libclang-rt-14-dev; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -54,15 +55,23 @@ for stage in "${stages[@]}"; do
       fi
       cmake -S . -B build-fuzz "${common[@]}" -DCMAKE_CXX_COMPILER=clang++-14 -DFERRY_FUZZ=ON \
         -DFERRY_SANITIZE=address,undefined -DFERRY_BUILD_TESTS=OFF >/dev/null
-      cmake --build build-fuzz -j "$jobs" --target parse_fuzzer compile_run_fuzzer
+      targets=(${FERRY_FUZZ_TARGETS:-parse_fuzzer compile_run_fuzzer safetensors_fuzzer})
+      cmake --build build-fuzz -j "$jobs" --target "${targets[@]}"
       mkdir -p build-fuzz/artifacts
-      for target in parse_fuzzer compile_run_fuzzer; do
-        # A working corpus seeded from fuzz/corpus and the regressions; what it learns stays here.
+      for target in "${targets[@]}"; do
+        # A working corpus seeded from the target's seeds and regressions; what it learns stays here.
         corpus=build-fuzz/corpus-$target
         mkdir -p "$corpus"
-        cp -n fuzz/corpus/* fuzz/regressions/* "$corpus"/ 2>/dev/null || true
+        if [ "$target" = safetensors_fuzzer ]; then
+          seeds=(fuzz/safetensors_corpus/*)
+          dict=fuzz/safetensors.dict
+        else
+          seeds=(fuzz/corpus/* fuzz/regressions/*)
+          dict=fuzz/ir.dict
+        fi
+        cp -n "${seeds[@]}" "$corpus"/ 2>/dev/null || true
         rc=0
-        build-fuzz/fuzz/$target "$corpus" -dict=fuzz/ir.dict -max_total_time="$fuzz_seconds" -timeout=10 \
+        build-fuzz/fuzz/$target "$corpus" -dict="$dict" -max_total_time="$fuzz_seconds" -timeout=10 \
           -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1 -artifact_prefix=build-fuzz/artifacts/$target- \
           >build-fuzz/$target.log 2>&1 || rc=$?
         grep -E '^#[0-9]+[[:space:]]+(INITED|DONE)|^stat::(number_of_executed_units|peak_rss)' build-fuzz/$target.log || true

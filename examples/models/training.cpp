@@ -68,6 +68,60 @@ float GptTrainer::train(const Array& tokens, const Array& targets) {
   return out[0].to_vector<float>()[0];
 }
 
+namespace {
+std::string config_string(const GptConfig& c) {
+  return "vocab=" + std::to_string(c.vocab) + " d_model=" + std::to_string(c.d_model) + " heads=" +
+         std::to_string(c.heads) + " seq=" + std::to_string(c.seq) + " batch=" + std::to_string(c.batch) +
+         " layers=" + std::to_string(c.layers);
+}
+
+// The run's arrays by the names a checkpoint gives them.
+NamedArrays named_state(const GptTrainer& t) {
+  const std::vector<std::string> names = gpt_param_names();
+  NamedArrays arrays{{"adam.count", t.count}};
+  for (size_t i = 0; i < names.size(); ++i) {
+    arrays.emplace("params." + names[i], t.params[i]);
+    arrays.emplace("adam.m." + names[i], t.m[i]);
+    arrays.emplace("adam.v." + names[i], t.v[i]);
+  }
+  return arrays;
+}
+}  // namespace
+
+void GptTrainer::save(const std::string& path, int steps) const {
+  ferry::save(path, named_state(*this),
+              {{"step", std::to_string(steps)}, {"model", "ferry demo gpt"}, {"config", config_string(config)}});
+}
+
+int GptTrainer::load(const std::string& path) {
+  Metadata metadata = load_metadata(path);
+  auto field = [&](const std::string& key) {
+    auto it = metadata.find(key);
+    if (it == metadata.end())
+      throw Error(ErrorCode::invalid_argument, path + " is not a checkpoint of ferry demo (no \"" + key + "\" metadata)");
+    return it->second;
+  };
+  if (field("config") != config_string(config))
+    throw Error(ErrorCode::invalid_argument,
+                path + " holds a GPT of another configuration (" + field("config") + ", not " + config_string(config) + ")");
+  int steps = 0;
+  try {
+    steps = std::stoi(field("step"));
+  } catch (const std::exception&) {
+    throw Error(ErrorCode::invalid_argument, path + ": the \"step\" metadata is not a number");
+  }
+  // from_named checks each array's dtype and shape against the ones this trainer holds.
+  NamedArrays loaded = from_named(ferry::load(path), named_state(*this));
+  const std::vector<std::string> names = gpt_param_names();
+  count = loaded.at("adam.count");
+  for (size_t i = 0; i < names.size(); ++i) {
+    params[i] = loaded.at("params." + names[i]);
+    m[i] = loaded.at("adam.m." + names[i]);
+    v[i] = loaded.at("adam.v." + names[i]);
+  }
+  return steps;
+}
+
 StepReport measure_step(const std::string& policy, const Compiled& c, const std::vector<Array>& args, int repeats) {
   StepReport r;
   r.policy = policy;

@@ -38,6 +38,12 @@ struct GptTrainer {
   Array count;
   GptTrainer(const GptConfig& c, Compiled compiled, uint32_t seed);
   float train(const Array& tokens, const Array& targets);  // returns the loss before the update
+  // A safetensors checkpoint of the run after `steps` updates: "params.<name>", "adam.m.<name>",
+  // "adam.v.<name>" (gpt_param_names()), "adam.count", and the step and configuration as metadata.
+  void save(const std::string& path, int steps) const;
+  // Restores a checkpoint save() wrote (INVALID_ARGUMENT if it is of another configuration) and
+  // returns its step count.
+  int load(const std::string& path);
 };
 
 // What one compiled step costs: planned memory, the cost model's recompute and copies, and the

@@ -1,6 +1,6 @@
 // Reverse-mode autodiff: vjp, grad, value_and_grad.
 //
-// They work on traced functions of Tensors (and std::vector<Tensor> parameter lists, pairs, tuples)
+// They work on traced functions of trees of Tensors (parameter lists, maps, registered structs, pairs, tuples)
 // and compose with each other and with jit: jit(grad(f)), grad inside a traced function,
 // grad(grad(f)) for scalar f. Called on Arrays instead of Tensors, grad and value_and_grad jit
 // themselves and return the flattened results as std::vector<Array>.
@@ -40,9 +40,7 @@ std::vector<Tensor> pullback(const Linearized& lin, const std::vector<Tensor>& o
 // INVALID_ARGUMENT unless t is a scalar of a floating dtype; `what` names the transformation.
 void check_scalar_output(const Tensor& t, const char* what);
 
-template <class T> struct is_array_arg : std::false_type {};
-template <> struct is_array_arg<Array> : std::true_type {};
-template <> struct is_array_arg<std::vector<Array>> : std::true_type {};
+template <class T> struct is_array_arg : std::bool_constant<is_tree_of<T, Array>> {};
 
 }  // namespace detail
 

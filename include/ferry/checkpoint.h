@@ -133,10 +133,7 @@ template <class F, class... Args> auto call_flat(const F& f, const std::tuple<Ar
   };
 }
 
-template <class T> struct is_array_like : std::false_type {};
-template <> struct is_array_like<Array> : std::true_type {};
-template <> struct is_array_like<ShapeDtype> : std::true_type {};
-template <class T> struct is_array_like<std::vector<T>> : is_array_like<T> {};
+template <class T> struct is_array_like : std::bool_constant<is_tree_of<T, Array> || is_tree_of<T, ShapeDtype>> {};
 
 }  // namespace detail
 

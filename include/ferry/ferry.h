@@ -9,6 +9,7 @@
 #include "ferry/jit.h"
 #include "ferry/optim.h"
 #include "ferry/primitive.h"
+#include "ferry/safetensors.h"
 #include "ferry/scan.h"
 #include "ferry/tensor.h"
 #include "ferry/tree.h"

@@ -6,9 +6,16 @@
 //   ferry::Compiled c = lowered.compile();
 //   std::vector<ferry::Array> outs = c(x_array, w_arrays);
 //
-// Arguments are Tensors (from an Array or ShapeDtype) or std::vector<Tensor> (from a vector of
-// them). Results may be a Tensor, a std::vector<Tensor>, or a pair/tuple of those; the compiled
-// program returns them flattened, in order, as a std::vector<Array>.
+// Arguments and results are trees (ferry/tree.h): Tensors, vectors, maps by name, pairs, tuples and
+// structs registered with FERRY_FIELDS. A struct written as a template over its leaf type is lowered
+// and called with Arrays or ShapeDtypes in it (Mlp<Array>) and traced with Tensors (Mlp<Tensor>).
+// A compiled call returns Results: the outputs flattened, in order (a std::vector<Array>), which
+// convert to the result's structure (ferry/results.h).
+//
+// Calling a jit-ed function on Arrays compiles it once per argument signature and keeps the program
+// (ferry/jit_cache.h); it returns the result's structure of Arrays when that has a struct or a map
+// in it, and Results otherwise (flat, as calls returned before, and convertible), so code that
+// indexes the results of a function returning Tensors, vectors or tuples keeps working.
 #pragma once
 
 #include <concepts>
@@ -21,6 +28,8 @@
 #include <vector>
 
 #include "ferry/array.h"
+#include "ferry/jit_cache.h"
+#include "ferry/results.h"
 #include "ferry/tensor.h"
 #include "ferry/tree.h"
 
@@ -112,6 +121,9 @@ struct JitOptions {
   // (alias_size_in_bytes). A donated Array is consumed by the call: reading it or passing it again
   // afterwards is INVALID_ARGUMENT, and a donated buffer no output reuses is freed when the call returns.
   std::vector<int> donate_argnums;
+  // How calls on Arrays compile, and how many compiled programs (argument signatures) they keep.
+  CompileOptions compile = {};
+  size_t cache_capacity = 32;
 };
 
 namespace detail {
@@ -123,11 +135,13 @@ class Compiled {
  public:
   explicit Compiled(std::shared_ptr<const detail::CompiledImpl> impl) : impl_(std::move(impl)) {}
 
-  // Runs the program on Arrays and vectors of Arrays, in the order the traced function took them.
-  template <class... Args> std::vector<Array> operator()(const Args&... args) const {
+  // Runs the program on trees of Arrays, in the order the traced function took them (the same
+  // structures it was lowered with: INVALID_ARGUMENT names the first difference).
+  template <class... Args> Results operator()(const Args&... args) const {
     std::vector<Array> flat;
-    (flatten_arg(args, flat), ...);
-    return run(flat);
+    (detail::flatten(args, flat), ...);
+    check_arguments(detail::tree_def(std::tie(args...)));
+    return Results(run(flat), output_structure());
   }
   std::vector<Array> run(const std::vector<Array>& flat_args) const;
   // run(), also writing a Chrome/Perfetto trace of it (compute and copy lanes, live bytes per
@@ -147,12 +161,13 @@ class Compiled {
   // The types run() takes and returns, flattened.
   std::vector<ShapeDtype> input_specs() const;
   std::vector<ShapeDtype> output_specs() const;
+  // The structures of the traced function's arguments (a tuple of them) and result; null for
+  // programs parsed from text.
+  std::shared_ptr<const detail::TreeDef> input_structure() const;
+  std::shared_ptr<const detail::TreeDef> output_structure() const;
 
  private:
-  static void flatten_arg(const Array& a, std::vector<Array>& out) { out.push_back(a); }
-  static void flatten_arg(const std::vector<Array>& as, std::vector<Array>& out) {
-    out.insert(out.end(), as.begin(), as.end());
-  }
+  void check_arguments(const detail::TreeDef& arguments) const;
   std::shared_ptr<const detail::CompiledImpl> impl_;
 };
 
@@ -189,60 +204,87 @@ class TraceSession {
 
   Tensor input(const Array& a);
   Tensor input(const ShapeDtype& s);
-  template <class A> std::vector<Tensor> input(const std::vector<A>& as) {
-    std::vector<Tensor> ts;
-    ts.reserve(as.size());
-    for (const auto& a : as) ts.push_back(input(a));
-    return ts;
+  // A tree of Arrays or ShapeDtypes: the same structure of Tensors, one program input per leaf.
+  template <class A>
+    requires(!is_leaf_v<A>)
+  rebind_t<A, Tensor> input(const A& tree) {
+    return map_leaves<Tensor>(tree, [&](const auto& leaf) { return input(leaf); });
   }
-  // Ends the trace with these outputs; `donated` marks the inputs whose buffers outputs may reuse.
-  Lowered finish(const std::vector<Tensor>& outputs, std::vector<char> donated = {});
+  // Ends the trace with these outputs; `donated` marks the inputs whose buffers outputs may reuse;
+  // the structures, when given, are the traced function's arguments (a tuple) and result.
+  Lowered finish(const std::vector<Tensor>& outputs, std::vector<char> donated = {},
+                 std::shared_ptr<const TreeDef> input_structure = nullptr,
+                 std::shared_ptr<const TreeDef> output_structure = nullptr);
 
  private:
   std::shared_ptr<Tracer> tracer_;
 };
 
-// How many program inputs an argument of lower() becomes.
-inline size_t leaf_count(const Array&) { return 1; }
-inline size_t leaf_count(const ShapeDtype&) { return 1; }
-template <class A> size_t leaf_count(const std::vector<A>& as) { return as.size(); }
 // Per program input, whether it is donated, from donate_argnums and each argument's leaf count
 // (INVALID_ARGUMENT for a position the function does not have).
 std::vector<char> donated_inputs(const std::vector<int>& donate_argnums, const std::vector<size_t>& leaves);
 
-template <class T> struct is_tensor_arg : std::false_type {};
-template <> struct is_tensor_arg<Tensor> : std::true_type {};
-template <> struct is_tensor_arg<std::vector<Tensor>> : std::true_type {};
+template <class T> struct is_tensor_arg : std::bool_constant<is_tree_of<T, Tensor>> {};
+
+// Whether a result type has a struct or a map in it (then jit-ed calls return it typed).
+template <class T> constexpr bool has_names() {
+  if constexpr (is_leaf_v<T>) return false;
+  else if constexpr (is_map<T>::value || Record<T>) return true;
+  else if constexpr (is_vector<T>::value) return has_names<typename element_of<T>::type>();
+  else if constexpr (is_tuple_like<T>::value)
+    return []<size_t... I>(std::index_sequence<I...>) {
+      return (has_names<std::decay_t<std::tuple_element_t<I, T>>>() || ...);
+    }(std::make_index_sequence<std::tuple_size_v<T>>{});
+  else return false;
+}
 
 }  // namespace detail
 
 template <class F> class Jitted {
  public:
-  Jitted(F f, JitOptions options) : f_(std::move(f)), options_(std::move(options)) {}
+  Jitted(F f, JitOptions options)
+      : f_(std::move(f)), options_(std::move(options)), cache_(std::make_shared<detail::JitCache>(options_.cache_capacity)) {}
 
-  // Traces f on arguments of these types (Array, ShapeDtype, or vectors of either).
+  // Traces f on arguments of these types (trees of Arrays or ShapeDtypes).
   template <class... Args> Lowered lower(const Args&... args) const {
     detail::TraceSession session(options_.name);
     // Braces evaluate left to right, so program inputs follow the argument order.
     std::tuple<decltype(session.input(args))...> inputs{session.input(args)...};
+    auto result = std::apply(f_, inputs);
     std::vector<Tensor> outs;
-    detail::flatten(std::apply(f_, inputs), outs);
-    return session.finish(outs, detail::donated_inputs(options_.donate_argnums, {detail::leaf_count(args)...}));
+    detail::flatten(result, outs);
+    return session.finish(outs, detail::donated_inputs(options_.donate_argnums, {detail::leaf_count(args)...}),
+                          std::make_shared<const detail::TreeDef>(detail::tree_def(std::tie(args...))),
+                          std::make_shared<const detail::TreeDef>(detail::tree_def(result)));
   }
 
-  // On Tensors (inside another trace) f is inlined into that trace; on Arrays it is lowered,
-  // compiled and run.
+  // On Tensors (inside another trace) f is inlined into that trace. On Arrays it runs the program
+  // compiled for this argument signature, tracing and compiling it on the first call; the result is
+  // f's structure of Arrays when that has a struct or a map in it, else Results.
   template <class... Args> auto operator()(const Args&... args) const {
     if constexpr ((detail::is_tensor_arg<Args>::value || ...)) {
       return f_(args...);
     } else {
-      return lower(args...).compile()(args...);
+      Compiled c = cache_->get(detail::call_signature(args...), [&] { return lower(args...).compile(options_.compile); });
+      std::vector<Array> flat;
+      (detail::flatten(args, flat), ...);
+      // The signature matched, so the structures are the ones c was lowered with.
+      Results results(c.run(flat), c.output_structure());
+      using R = std::decay_t<std::invoke_result_t<const F&, detail::rebind_t<Args, Tensor>...>>;
+      using Typed = detail::rebind_t<R, Array>;
+      if constexpr (!std::is_void_v<Typed> && detail::has_names<R>()) return results.template as<Typed>();
+      else return results;
     }
   }
+
+  // The cache of compiled programs (shared by copies of this jit-ed function).
+  JitCacheInfo cache_info() const { return cache_->info(); }
+  void clear_cache() const { cache_->clear(); }
 
  private:
   F f_;
   JitOptions options_;
+  std::shared_ptr<detail::JitCache> cache_;
 };
 
 template <class F> Jitted<F> jit(F f, JitOptions options = {}) { return Jitted<F>(std::move(f), std::move(options)); }

@@ -14,6 +14,7 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "trace/jit_counters.h"
 #include "trace/lowered.h"
 #include "trace/tracer.h"
 #include "transforms/unused_names.h"
@@ -25,6 +26,7 @@ namespace detail {
 
 TraceSession::TraceSession(std::string name) : tracer_(std::make_shared<Tracer>(std::move(name))) {
   push_tracer(tracer_);
+  count_trace();
 }
 
 TraceSession::~TraceSession() { pop_tracer(); }
@@ -40,10 +42,13 @@ Tensor TraceSession::input(const ShapeDtype& s) {
   return tracer_->add_input(ir::Type{s.dtype, s.shape, s.kind});
 }
 
-Lowered TraceSession::finish(const std::vector<Tensor>& outputs, std::vector<char> donated) {
+Lowered TraceSession::finish(const std::vector<Tensor>& outputs, std::vector<char> donated,
+                             std::shared_ptr<const TreeDef> input_structure, std::shared_ptr<const TreeDef> output_structure) {
   auto impl = std::make_shared<LoweredImpl>();
   impl->program = tracer_->finish(outputs);
   impl->donated = std::move(donated);
+  impl->input_structure = std::move(input_structure);
+  impl->output_structure = std::move(output_structure);
   for (const transforms::NamedDecision& d : transforms::unneeded_names(tracer_->named_decisions()))
     impl->warnings.push_back(transforms::unneeded_warning(d));
   return Lowered(std::move(impl));
@@ -93,6 +98,7 @@ void check_options(const CompileOptions& options) {
 
 Compiled Lowered::compile(const CompileOptions& options) const {
   check_options(options);
+  detail::count_compile();
   compiler::PlanOptions plan_options;
   plan_options.workspace = runtime::workspace_sizes(options.backend);
   plan_options.donated = impl_->donated;
@@ -103,6 +109,8 @@ Compiled Lowered::compile(const CompileOptions& options) const {
   auto impl = std::make_shared<detail::CompiledImpl>(
       program, plan, runtime::Executable(program, plan, options.backend, run_options), options);
   impl->warnings = impl_->warnings;
+  impl->input_structure = impl_->input_structure;
+  impl->output_structure = impl_->output_structure;
   return Compiled(std::move(impl));
 }
 
@@ -156,6 +164,24 @@ std::vector<ShapeDtype> specs(const ir::Program& p, const std::vector<ir::ValueI
   return out;
 }
 }  // namespace
+
+std::shared_ptr<const detail::TreeDef> Compiled::input_structure() const { return impl_->input_structure; }
+std::shared_ptr<const detail::TreeDef> Compiled::output_structure() const { return impl_->output_structure; }
+
+void Compiled::check_arguments(const detail::TreeDef& arguments) const {
+  const detail::TreeDef* want = impl_->input_structure.get();
+  // Parsed programs record no structure; run() checks the flat count and types either way (and
+  // names the program input), so only a difference those checks cannot see is reported here.
+  if (!want || arguments == *want || arguments.leaves() != want->leaves()) return;
+  if (arguments.children.size() != want->children.size())
+    throw Error(ErrorCode::invalid_argument, fmt::format("compiled call: the function takes {1} argument(s), got {0}",
+                                                         arguments.children.size(), want->children.size()));
+  for (size_t i = 0; i < want->children.size(); ++i)
+    if (!(arguments.children[i] == want->children[i]))
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("compiled call: argument {} has the structure {} but the function was lowered with {}", i,
+                              arguments.children[i].to_string(), want->children[i].to_string()));
+}
 
 std::vector<ShapeDtype> Compiled::input_specs() const { return specs(*impl_->program, impl_->program->inputs); }
 std::vector<ShapeDtype> Compiled::output_specs() const { return specs(*impl_->program, impl_->program->outputs); }

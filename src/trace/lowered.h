@@ -18,6 +18,8 @@ struct LoweredImpl {
   std::shared_ptr<const ir::Program> program;
   std::vector<char> donated;  // per input: jit's donate_argnums, flattened
   std::vector<std::string> warnings;  // see Lowered::warnings
+  // The traced function's arguments (a tuple) and result; null for parsed programs.
+  std::shared_ptr<const TreeDef> input_structure, output_structure;
 };
 
 struct CompiledImpl {
@@ -31,6 +33,7 @@ struct CompiledImpl {
   runtime::Executable executable;
   CompileOptions options;
   std::vector<std::string> warnings;  // the Lowered program's
+  std::shared_ptr<const TreeDef> input_structure, output_structure;  // the Lowered program's
   mutable std::mutex stats_mutex;
   mutable ExecutionStats last_stats;
   mutable runtime::CopyQueue copies;  // its own thread: copies overlap with compute
