@@ -1,0 +1,207 @@
+// The automatic planner against the built-in policies, in one run: on gpt and scan_mlp at three
+// device budgets between nothing_saveable's peak and no checkpoint's peak (1/4, 1/2 and 3/4 of
+// the way), each built-in policy's peak and whether it fits, the measured step time (median) of
+// every policy that fits some budget and of automatic under each budget, and automatic's
+// estimated time against its measured time. Compile options carry this machine's calibrated rates
+// (ferry::calibrated_options). One command regenerates docs/AUTOMATIC.md:
+//   build/bench/auto_bench --out docs
+// --quick uses small configurations (a smoke test).
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "ferry/calibrate.h"
+#include "ferry/explain.h"
+#include "training.h"
+
+namespace fy = ferry;
+namespace fm = ferry::models;
+
+namespace {
+
+constexpr double kBudgetPoints[] = {0.25, 0.5, 0.75};
+
+struct Model {
+  std::string name, config;
+  fy::LowerUnderPolicy lower;
+  std::vector<fy::ExplainPolicy> extra;
+  std::vector<fy::Array> args;
+};
+
+std::vector<fy::ExplainPolicy> name_policies(const std::vector<std::string>& names) {
+  return {{"names saved", fy::policies::save_only_these_names(names)},
+          {"names offloaded", fy::policies::save_and_offload_only_these_names({}, names, fy::MemoryKind::device,
+                                                                              fy::MemoryKind::pinned_host)}};
+}
+
+Model scan_mlp(const fm::ScanMlpConfig& c) {
+  Model m{"scan_mlp",
+          fmt::format("batch {}, width {}, hidden {}, {} layers (gradient of sum(output) w.r.t. w1, w2)", c.batch,
+                      c.width, c.hidden, c.layers),
+          [c](const std::optional<fy::Policy>& p) { return fm::lower_scan_mlp_grad(c, p); },
+          name_policies(fm::scan_mlp_names()),
+          {fm::scan_mlp_input(c, 0)}};
+  for (const fy::Array& w : fm::scan_mlp_params(c, 0)) m.args.push_back(w);
+  return m;
+}
+
+Model gpt(const fm::GptConfig& c) {
+  Model m{"gpt",
+          fmt::format("d_model {}, {} heads, sequence {}, batch {}, {} layers, vocabulary {} (loss, gradients and "
+                      "Adam update)",
+                      c.d_model, c.heads, c.seq, c.batch, c.layers, c.vocab),
+          [c](const std::optional<fy::Policy>& p) { return fm::lower_gpt_train_step(c, p); },
+          name_policies(fm::gpt_names()),
+          fm::gpt_params(c, 1)};
+  const size_t n = m.args.size();
+  for (int state = 0; state < 2; ++state)  // Adam's m and v
+    for (size_t i = 0; i < n; ++i) m.args.push_back(fy::zeros(m.args[i].shape()));
+  m.args.push_back(fy::zeros({}));
+  auto [tokens, targets] = fm::copy_task_batch(c, 0);
+  m.args.push_back(tokens);
+  m.args.push_back(targets);
+  return m;
+}
+
+std::string mib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / (1 << 20)); }
+std::string ms(double seconds) { return fmt::format("{:.1f}", seconds * 1e3); }
+
+struct Automatic {
+  int64_t budget = 0;
+  fy::ExplainRow row;           // compiled under the budget
+  double measured_seconds = 0;  // 0 when refused
+};
+
+// One model: its tables in markdown, and a line per budget for the summary.
+std::string run_model(const Model& m, const fy::CompileOptions& options, int repeats, std::string& summary) {
+  std::fprintf(stderr, "%s: compiling every policy\n", m.name.c_str());
+  std::vector<fy::ExplainRow> fixed = fy::explain(m.lower, options, m.extra);
+  fixed.pop_back();  // automatic without a limit; it is compiled under each budget below
+  auto peak_of = [&](const std::string& name) {
+    return std::find_if(fixed.begin(), fixed.end(), [&](const fy::ExplainRow& r) { return r.policy == name; })
+        ->device_peak;
+  };
+  const int64_t low = peak_of("nothing_saveable"), high = peak_of("no checkpoint");
+  std::vector<int64_t> budgets;
+  for (double at : kBudgetPoints) budgets.push_back(low + static_cast<int64_t>(at * static_cast<double>(high - low)));
+
+  // A fixed policy's plan does not depend on the budget: measured once if it fits any.
+  std::vector<double> measured(fixed.size(), 0);
+  for (size_t i = 0; i < fixed.size(); ++i)
+    if (fixed[i].device_peak <= budgets.back()) {
+      std::fprintf(stderr, "%s / %s\n", m.name.c_str(), fixed[i].policy.c_str());
+      measured[i] = fm::measure_step(fixed[i].policy, *fixed[i].compiled, m.args, repeats).step_seconds;
+    }
+  std::vector<Automatic> autos;
+  for (int64_t budget : budgets) {
+    std::fprintf(stderr, "%s / automatic under %s MiB\n", m.name.c_str(), mib(budget).c_str());
+    fy::CompileOptions limited = options;
+    limited.device_memory_limit = budget;
+    Automatic a{budget, fy::explain_policy(m.lower, "automatic", fy::policies::automatic, limited), 0};
+    if (a.row.compiled) a.measured_seconds = fm::measure_step("automatic", *a.row.compiled, m.args, repeats).step_seconds;
+    autos.push_back(std::move(a));
+  }
+
+  std::string md = fmt::format("### {}\n\n{}. Budgets: nothing_saveable's peak {} MiB + 1/4, 1/2, 3/4 of the way to "
+                               "no checkpoint's {} MiB.\n\n",
+                               m.name, m.config, mib(low), mib(high));
+  md += "| policy | device peak (MiB) | host peak (MiB) | recompute (GFLOP) | copied (MiB) | est. step (ms) | "
+        "measured step (ms) |";
+  for (int64_t b : budgets) md += fmt::format(" fits {} MiB |", mib(b));
+  md += "\n|---|---:|---:|---:|---:|---:|---:|";
+  for (size_t i = 0; i < budgets.size(); ++i) md += ":---:|";
+  md += "\n";
+  auto row_md = [&](const std::string& name, const fy::ExplainRow& r, double measured_s, const std::string& fits) {
+    return fmt::format("| {} | {} | {} | {:.3f} | {} | {} | {} |{}\n", name, mib(r.device_peak), mib(r.host_peak),
+                       r.recompute_flops / 1e9, mib(r.bytes_copied), ms(r.estimated_seconds),
+                       measured_s > 0 ? ms(measured_s) : std::string("-"), fits);
+  };
+  for (size_t i = 0; i < fixed.size(); ++i) {
+    std::string fits;
+    for (int64_t b : budgets) fits += fixed[i].device_peak <= b ? " yes |" : " no |";
+    md += row_md(fixed[i].policy, fixed[i], measured[i], fits);
+  }
+  for (size_t k = 0; k < autos.size(); ++k) {
+    const Automatic& a = autos[k];
+    std::string name = fmt::format("automatic under {} MiB", mib(a.budget));
+    if (!a.row.compiled) {
+      md += fmt::format("| {} | refused: {} |\n", name, a.row.error.substr(0, a.row.error.find('\n')));
+      continue;
+    }
+    std::string fits;
+    for (size_t j = 0; j < budgets.size(); ++j) fits += j == k ? (a.row.fits ? " yes |" : " no |") : " |";
+    md += row_md(name, a.row, a.measured_seconds, fits);
+  }
+
+  for (const Automatic& a : autos) {
+    // The fastest built-in policy (by measurement) that fits the same budget.
+    size_t best = fixed.size();
+    for (size_t i = 0; i < fixed.size(); ++i)
+      if (fixed[i].device_peak <= a.budget && (best == fixed.size() || measured[i] < measured[best])) best = i;
+    std::string best_cell = best < fixed.size() ? fmt::format("{} ({})", fixed[best].policy, ms(measured[best])) : "none";
+    if (!a.row.compiled) {
+      summary += fmt::format("| {} | {} | refused | - | - | - | {} | - |\n", m.name, mib(a.budget), best_cell);
+      continue;
+    }
+    summary += fmt::format("| {} | {} | {} | {} | {} | {:.2f} | {} | {} |\n", m.name, mib(a.budget),
+                           mib(a.row.device_peak), ms(a.row.estimated_seconds), ms(a.measured_seconds),
+                           a.row.estimated_seconds / a.measured_seconds, best_cell,
+                           best < fixed.size() ? fmt::format("{:.2f}", a.measured_seconds / measured[best]) : "-");
+  }
+  return md;
+}
+
+std::string machine() {
+  utsname u{};
+  uname(&u);
+  return fmt::format("{} {}, {} hardware threads", u.sysname, u.machine, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"the automatic planner against the built-in checkpoint policies at three budgets"};
+  std::string out_dir;
+  int repeats = 5;
+  bool quick = false;
+  app.add_option("--out", out_dir, "write AUTOMATIC.md into this folder");
+  app.add_option("--repeats", repeats, "timed runs per measured step (the median is reported)")->check(CLI::Range(1, 1000));
+  app.add_flag("--quick", quick, "small configurations (a smoke test)");
+  CLI11_PARSE(app, argc, argv);
+
+  fm::ScanMlpConfig sc;
+  fm::GptConfig gc;
+  if (quick) {
+    sc = {.batch = 16, .width = 32, .hidden = 64, .layers = 3};
+    gc = {.vocab = 16, .d_model = 32, .heads = 2, .seq = 16, .batch = 2, .layers = 2};
+  }
+  const fy::CompileOptions options = fy::calibrated_options();
+  std::string summary =
+      "| model | budget (MiB) | automatic peak (MiB) | automatic est. (ms) | automatic measured (ms) | est./measured | "
+      "fastest fitting built-in, measured (ms) | automatic / that |\n|---|---:|---:|---:|---:|---:|---|---:|\n";
+  std::string tables;
+  for (const Model& m : {scan_mlp(sc), gpt(gc)}) tables += run_model(m, options, repeats, summary) + "\n";
+
+  std::string doc = fmt::format(
+      "# The automatic planner at three budgets\n\n"
+      "Generated by `build/bench/auto_bench --out docs` (from [BENCHMARKS.md](BENCHMARKS.md)).\n\n"
+      "Machine: {}. Rates (calibrated, `ferry calibrate`): {:.3g} FLOP/s, memory {:.3g} B/s, link {:.3g} B/s. "
+      "Step time is the median of {} runs after a warm-up. Built-in policies are compiled without a limit (their "
+      "plan, peak and time do not depend on the budget) and measured if they fit the largest budget; automatic "
+      "is compiled under each budget. Estimated times are `cost_analysis().estimated_seconds` at the calibrated "
+      "rates.\n\n"
+      "## Summary\n\n{}\n## Per model\n\n{}",
+      machine(), options.compute_flops_per_s, options.memory_bytes_per_s, options.link_bandwidth_bytes_per_s, repeats,
+      summary, tables);
+  std::printf("%s", doc.c_str());
+  if (!out_dir.empty()) std::ofstream(out_dir + "/AUTOMATIC.md") << doc;
+  return 0;
+}
