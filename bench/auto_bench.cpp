@@ -71,8 +71,14 @@ Model gpt(const fm::GptConfig& c) {
   return m;
 }
 
-std::string mib(int64_t bytes) { return fmt::format("{:.2f}", static_cast<double>(bytes) / (1 << 20)); }
-std::string ms(double seconds) { return fmt::format("{:.1f}", seconds * 1e3); }
+// Sizes with their unit (KiB below a MiB, so that the quick configurations' budgets differ).
+std::string size(int64_t bytes) {
+  if (bytes < (1 << 20)) return fmt::format("{:.1f} KiB", static_cast<double>(bytes) / 1024);
+  return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20));
+}
+std::string ms(double seconds) {
+  return seconds < 0.01 ? fmt::format("{:.2f}", seconds * 1e3) : fmt::format("{:.1f}", seconds * 1e3);
+}
 
 struct Automatic {
   int64_t budget = 0;
@@ -102,7 +108,7 @@ std::string run_model(const Model& m, const fy::CompileOptions& options, int rep
     }
   std::vector<Automatic> autos;
   for (int64_t budget : budgets) {
-    std::fprintf(stderr, "%s / automatic under %s MiB\n", m.name.c_str(), mib(budget).c_str());
+    std::fprintf(stderr, "%s / automatic under %s\n", m.name.c_str(), size(budget).c_str());
     fy::CompileOptions limited = options;
     limited.device_memory_limit = budget;
     Automatic a{budget, fy::explain_policy(m.lower, "automatic", fy::policies::automatic, limited), 0};
@@ -110,18 +116,17 @@ std::string run_model(const Model& m, const fy::CompileOptions& options, int rep
     autos.push_back(std::move(a));
   }
 
-  std::string md = fmt::format("### {}\n\n{}. Budgets: nothing_saveable's peak {} MiB + 1/4, 1/2, 3/4 of the way to "
-                               "no checkpoint's {} MiB.\n\n",
-                               m.name, m.config, mib(low), mib(high));
-  md += "| policy | device peak (MiB) | host peak (MiB) | recompute (GFLOP) | copied (MiB) | est. step (ms) | "
-        "measured step (ms) |";
-  for (int64_t b : budgets) md += fmt::format(" fits {} MiB |", mib(b));
+  std::string md = fmt::format("### {}\n\n{}. Budgets: nothing_saveable's peak {} + 1/4, 1/2, 3/4 of the way to "
+                               "no checkpoint's {}.\n\n",
+                               m.name, m.config, size(low), size(high));
+  md += "| policy | device peak | host peak | recompute (MFLOP) | copied | est. step (ms) | measured step (ms) |";
+  for (int64_t b : budgets) md += fmt::format(" fits {} |", size(b));
   md += "\n|---|---:|---:|---:|---:|---:|---:|";
   for (size_t i = 0; i < budgets.size(); ++i) md += ":---:|";
   md += "\n";
   auto row_md = [&](const std::string& name, const fy::ExplainRow& r, double measured_s, const std::string& fits) {
-    return fmt::format("| {} | {} | {} | {:.3f} | {} | {} | {} |{}\n", name, mib(r.device_peak), mib(r.host_peak),
-                       r.recompute_flops / 1e9, mib(r.bytes_copied), ms(r.estimated_seconds),
+    return fmt::format("| {} | {} | {} | {:.1f} | {} | {} | {} |{}\n", name, size(r.device_peak), size(r.host_peak),
+                       r.recompute_flops / 1e6, size(r.bytes_copied), ms(r.estimated_seconds),
                        measured_s > 0 ? ms(measured_s) : std::string("-"), fits);
   };
   for (size_t i = 0; i < fixed.size(); ++i) {
@@ -131,7 +136,7 @@ std::string run_model(const Model& m, const fy::CompileOptions& options, int rep
   }
   for (size_t k = 0; k < autos.size(); ++k) {
     const Automatic& a = autos[k];
-    std::string name = fmt::format("automatic under {} MiB", mib(a.budget));
+    std::string name = fmt::format("automatic under {}", size(a.budget));
     if (!a.row.compiled) {
       md += fmt::format("| {} | refused: {} |\n", name, a.row.error.substr(0, a.row.error.find('\n')));
       continue;
@@ -148,11 +153,11 @@ std::string run_model(const Model& m, const fy::CompileOptions& options, int rep
       if (fixed[i].device_peak <= a.budget && (best == fixed.size() || measured[i] < measured[best])) best = i;
     std::string best_cell = best < fixed.size() ? fmt::format("{} ({})", fixed[best].policy, ms(measured[best])) : "none";
     if (!a.row.compiled) {
-      summary += fmt::format("| {} | {} | refused | - | - | - | {} | - |\n", m.name, mib(a.budget), best_cell);
+      summary += fmt::format("| {} | {} | refused | - | - | - | {} | - |\n", m.name, size(a.budget), best_cell);
       continue;
     }
-    summary += fmt::format("| {} | {} | {} | {} | {} | {:.2f} | {} | {} |\n", m.name, mib(a.budget),
-                           mib(a.row.device_peak), ms(a.row.estimated_seconds), ms(a.measured_seconds),
+    summary += fmt::format("| {} | {} | {} | {} | {} | {:.2f} | {} | {} |\n", m.name, size(a.budget),
+                           size(a.row.device_peak), ms(a.row.estimated_seconds), ms(a.measured_seconds),
                            a.row.estimated_seconds / a.measured_seconds, best_cell,
                            best < fixed.size() ? fmt::format("{:.2f}", a.measured_seconds / measured[best]) : "-");
   }
@@ -185,7 +190,7 @@ int main(int argc, char** argv) {
   }
   const fy::CompileOptions options = fy::calibrated_options();
   std::string summary =
-      "| model | budget (MiB) | automatic peak (MiB) | automatic est. (ms) | automatic measured (ms) | est./measured | "
+      "| model | budget | automatic peak | automatic est. (ms) | automatic measured (ms) | est./measured | "
       "fastest fitting built-in, measured (ms) | automatic / that |\n|---|---:|---:|---:|---:|---:|---|---:|\n";
   std::string tables;
   for (const Model& m : {scan_mlp(sc), gpt(gc)}) tables += run_model(m, options, repeats, summary) + "\n";
