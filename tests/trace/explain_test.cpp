@@ -114,8 +114,6 @@ TEST(Explain, FitsComparesEachFixedPolicysOwnPeakWithTheLimit) {
 }
 
 TEST(Explain, AutomaticWithoutALimitKeepsEverything) {
-  GTEST_SKIP() << "needs the automatic planner (src/compiler/auto_plan), not on this branch yet: until it lands, "
-                  "policies::automatic recomputes everything at trace time";
   std::vector<fy::ExplainRow> free = fy::explain(small_mlp(), {});
   // Without a limit automatic keeps everything: the plan of everything_saveable.
   EXPECT_EQ(row(free, "automatic").recompute_flops, row(free, "everything_saveable").recompute_flops);
