@@ -49,7 +49,13 @@ int run_explain(const ExplainOptions& options) {
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("explain: unknown model \"{}\" (the built-in models are gpt and scan_mlp)", options.model));
   }
-  fmt::print("{} (from {}; `ferry calibrate` measures them again)\n\n", rates_line(compile), rates_cache_path());
+  std::string source;
+  try {
+    source = fmt::format("from {}; `ferry calibrate` measures them again", rates_cache_path());
+  } catch (const Error&) {
+    source = "measured now: no folder to cache them in";  // calibrated_options measured without caching
+  }
+  fmt::print("{} ({})\n\n", rates_line(compile), source);
   fmt::print("{}", format_explain(explain(lower, compile, extra), options.limit));
   return 0;
 }
