@@ -39,6 +39,39 @@ void BM_CompileUnrolledTrainingStep(benchmark::State& state) {
 
 BENCHMARK(BM_CompileUnrolledTrainingStep)->Arg(10)->Arg(100)->Arg(300)->Arg(1000)->Unit(benchmark::kMillisecond);
 
+// The same step with the whole model in one checkpoint(automatic), compiled under a device limit
+// of 60% of its all-saved peak: the automatic planner's choices included (the compile driver
+// plans the all-saved program, poses the choice, plans the chosen one). Counter: the peak's share
+// of the limit.
+void BM_CompileAutomaticUnderLimit(benchmark::State& state) {
+  const int layers = static_cast<int>(state.range(0));
+  auto model = [](std::vector<fy::Tensor> in) {
+    fy::Tensor h = in[0];
+    for (size_t l = 1; l < in.size(); ++l) h = fy::tanh(fy::matmul(h, in[l]));
+    return std::vector<fy::Tensor>{h};
+  };
+  auto step = fy::jit([&](fy::Tensor x, std::vector<fy::Tensor> ws) {
+    return fy::value_and_grad([&](std::vector<fy::Tensor> w) {
+      std::vector<fy::Tensor> in{x};
+      in.insert(in.end(), w.begin(), w.end());
+      return fy::sum(fy::checkpoint(model, fy::policies::automatic)(in)[0]);
+    })(ws);
+  });
+  std::vector<fy::ShapeDtype> ws(static_cast<size_t>(layers), fy::ShapeDtype{{16, 16}});
+  fy::Lowered lowered = step.lower(fy::ShapeDtype{{256, 16}}, ws);
+  const int64_t saved = lowered.compile().memory_analysis().peak_memory_in_bytes;
+  const int64_t limit = saved * 6 / 10;
+  int64_t peak = 0;
+  for (auto _ : state) {
+    fy::Compiled c = step.lower(fy::ShapeDtype{{256, 16}}, ws).compile({.device_memory_limit = limit});
+    peak = c.memory_analysis().peak_memory_in_bytes;
+    benchmark::DoNotOptimize(c);
+  }
+  state.counters["peak_over_limit"] = static_cast<double>(peak) / static_cast<double>(limit);
+}
+
+BENCHMARK(BM_CompileAutomaticUnderLimit)->Arg(100)->Arg(1000)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

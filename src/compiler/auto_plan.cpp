@@ -27,6 +27,9 @@ struct Group {
   ValueId original = -1;
   bool stacked = false;  // a stacked residual: saved or offloaded, never recomputed
   std::vector<size_t> twins;
+  // A split (fit_to_limit): on the all-saved plan, last read early at `early_end`, first read late
+  // at `late_begin` (-1: not a split).
+  int early_end = -1, late_begin = -1;
 };
 
 struct Planned {
@@ -86,6 +89,70 @@ class Planner {
   }
 
   bool empty() const { return twins_.empty(); }
+
+  // fit_to_limit: every top-level value the all-saved plan keeps on the device across a gap
+  // between its readers becomes a candidate too (offloaded over the gap, or kept).
+  void add_splits(const Planned& saved) {
+    const ir::Program& p = *saved.program;
+    const size_t n = p.equations.size();
+    std::vector<int> def(p.values.size(), -1);
+    std::vector<std::vector<int>> readers(p.values.size());
+    std::vector<char> returned(p.values.size(), 0);
+    for (size_t e = 0; e < n; ++e) {
+      for (ValueId v : p.equations[e].outputs) def[idx(v)] = static_cast<int>(e);
+      for (ValueId v : p.equations[e].inputs) readers[idx(v)].push_back(static_cast<int>(e));
+    }
+    for (ValueId v : p.outputs) returned[idx(v)] = 1;
+    std::vector<int> producer0(p0_.values.size(), -1);
+    std::vector<char> first_output0(p0_.values.size(), 0);
+    for (size_t e = 0; e < p0_.equations.size(); ++e) {
+      for (ValueId v : p0_.equations[e].outputs) producer0[idx(v)] = static_cast<int>(e);
+      if (!p0_.equations[e].outputs.empty()) first_output0[idx(p0_.equations[e].outputs[0])] = 1;
+    }
+    std::vector<char> covered(p0_.values.size(), 0);
+    for (const Group& g : groups_)
+      if (g.pair < 0) covered[idx(g.original)] = 1;
+    struct Split {
+      ValueId v;
+      int a, b;
+      std::vector<ValueId> late;
+    };
+    std::vector<Split> splits;
+    for (size_t v = 0; v < p0_.values.size() && v < p.values.size(); ++v) {
+      if (covered[v] || returned[v] || producer0[v] < 0 || def[v] < 0 || readers[v].empty()) continue;
+      if (p.type(static_cast<ValueId>(v)).kind != MemoryKind::device) continue;
+      if (p0_.equations[static_cast<size_t>(producer0[v])].prim == Primitive::device_put) continue;
+      std::vector<int> seq = readers[v];
+      seq.push_back(def[v]);
+      std::sort(seq.begin(), seq.end());
+      seq.erase(std::unique(seq.begin(), seq.end()), seq.end());
+      int a = -1, b = -1;
+      for (size_t i = 1; i < seq.size(); ++i)
+        if (seq[i] - seq[i - 1] > b - a) a = seq[i - 1], b = seq[i];
+      if (b - a < 3) continue;
+      Split s{static_cast<ValueId>(v), a, b, {}};
+      bool known = true;
+      for (int r : readers[v]) {
+        if (r < b) continue;
+        ValueId first = p.equations[static_cast<size_t>(r)].outputs.empty() ? -1 : p.equations[static_cast<size_t>(r)].outputs[0];
+        known = known && first >= 0 && idx(first) < first_output0.size() && first_output0[idx(first)];
+        s.late.push_back(first);
+      }
+      if (known) splits.push_back(std::move(s));
+    }
+    // The largest first, at most a few thousand (compile time).
+    std::sort(splits.begin(), splits.end(), [&](const Split& x, const Split& y) {
+      return p.type(x.v).size_bytes() > p.type(y.v).size_bytes();
+    });
+    if (splits.size() > 4000) splits.resize(4000);
+    for (Split& s : splits) {
+      twins_.twins.push_back(split_entry(s.v, static_cast<size_t>(producer0[idx(s.v)]), std::move(s.late)));
+      Group g{-1, s.v, false, {twins_.twins.size() - 1}};
+      g.early_end = s.a;
+      g.late_begin = s.b;
+      groups_.push_back(std::move(g));
+    }
+  }
   size_t num_groups() const { return groups_.size(); }
 
   Planned plan(const std::vector<Kind>& per_group) const {
@@ -155,7 +222,14 @@ class Planner {
       AutoCandidate c;
       c.label = fmt::format("%{}{}", gr.original, gr.pair >= 0 ? fmt::format(" (scan pair {})", gr.pair) : "");
       const double offload_seconds = 2.0 * static_cast<double>(bytes[g]) / rates_.link_bytes_per_s * exposed_share;
-      if (gr.pair < 0) {
+      if (gr.late_begin >= 0) {
+        ValueId v = gr.original;
+        const int64_t b = p.type(v).size_bytes();
+        int d = def[idx(v)], last = *std::max_element(readers[idx(v)].begin(), readers[idx(v)].end());
+        c.options.push_back({Kind::save, 0.0, {{d, last, b}}});
+        c.options.push_back({Kind::offload, offload_seconds, {{d, std::max(gr.early_end, d + 1), b}, {gr.late_begin - 1, last, b}}});
+        for (int q = d; q <= last; ++q) prob.base[static_cast<size_t>(q)] -= b;
+      } else if (gr.pair < 0) {
         ValueId v = gr.original;
         if (def[idx(v)] < 0 || readers[idx(v)].empty()) continue;
         // Backward readers: those that read the recomputation before it was replaced.
@@ -239,10 +313,10 @@ class Planner {
 bool plan_automatic(ir::Program& program, const CompileOptions& options, const PlanTail& tail, AutoPlanReport* report) {
   if (!has_automatic(program) && !(options.fit_to_limit && options.device_memory_limit > 0)) return false;
   Planner planner(program, options, tail);
-  if (planner.empty()) return false;
+  if (planner.empty() && !options.fit_to_limit) return false;
   AutoPlanReport local;
   AutoPlanReport& r = report ? *report : local;
-  r.candidates = static_cast<int>(planner.num_groups());
+  r.candidates = static_cast<int>(planner.num_groups());  // (splits added below count too)
   const int64_t limit = options.device_memory_limit;
   auto finish = [&](const Planned& chosen, const std::vector<Kind>& kinds) {
     r.peak = chosen.peak;
@@ -257,6 +331,11 @@ bool plan_automatic(ir::Program& program, const CompileOptions& options, const P
   r.attempts = 1;
   if (limit <= 0 || saved.peak <= limit) return finish(saved, all_saved);
 
+  if (options.fit_to_limit) {
+    planner.add_splits(saved);
+    all_saved.assign(planner.num_groups(), Kind::save);
+    r.candidates = static_cast<int>(planner.num_groups());
+  }
   AutoProblem prob = planner.problem(saved);
   r.problem = prob;
   Planned smallest = saved;
@@ -292,14 +371,22 @@ bool plan_automatic(ir::Program& program, const CompileOptions& options, const P
       }
     }
   }
-  std::vector<Kind> kinds = planner.choices(prob, least);
-  Planned planned = planner.plan(kinds);
-  r.attempts += 1;
-  if (planned.peak <= limit) {
-    r.choice = least;
-    return finish(planned, kinds);
+  // And every value recomputed where it can be (stacked residuals saved): the program as
+  // differentiation left it, the plan nothing_saveable would make.
+  std::vector<int> recompute(prob.candidates.size(), 0);
+  for (size_t c = 0; c < prob.candidates.size(); ++c)
+    for (size_t o = 0; o < prob.candidates[c].options.size(); ++o)
+      if (prob.candidates[c].options[o].kind == Kind::recompute) recompute[c] = static_cast<int>(o);
+  for (const std::vector<int>* choice : {&least, &recompute}) {
+    std::vector<Kind> kinds = planner.choices(prob, *choice);
+    Planned planned = planner.plan(kinds);
+    r.attempts += 1;
+    if (planned.peak <= limit) {
+      r.choice = *choice;
+      return finish(planned, kinds);
+    }
+    if (planned.peak < smallest.peak) smallest = planned;
   }
-  if (planned.peak < smallest.peak) smallest = planned;
   try {
     check_device_limit(*smallest.program, *smallest.plan, limit);
   } catch (const Error& e) {

@@ -60,7 +60,10 @@ AutoSolution solve_greedy(const AutoProblem& problem) {
   }
   Live live = live_of(problem, choice);
   // Lower the peak: at the peak position, the change with the fewest seconds per byte it removes
-  // there (ties: the most bytes).
+  // there (ties: the most bytes). An option once left is not taken again (a change that lowers one
+  // position may raise another, and changing back would cycle), so this ends.
+  std::vector<std::vector<char>> left(nc);
+  for (size_t c = 0; c < nc; ++c) left[c].assign(problem.candidates[c].options.size(), 0);
   for (;;) {
     int p = peak_position(live);
     if (p < 0 || live[static_cast<size_t>(p)] <= problem.limit) break;
@@ -74,6 +77,7 @@ AutoSolution solve_greedy(const AutoProblem& problem) {
       int64_t here = bytes_at(cur, p);
       if (here <= 0) continue;
       for (size_t o = 0; o < opts.size(); ++o) {
+        if (left[c][o]) continue;
         int64_t removed = here - bytes_at(opts[o], p);
         if (removed <= 0) continue;
         double ratio = std::max(0.0, opts[o].seconds - cur.seconds) / static_cast<double>(removed);
@@ -87,6 +91,7 @@ AutoSolution solve_greedy(const AutoProblem& problem) {
     }
     if (best_c == nc) break;  // nothing lowers this position: no choice fits
     add(live, problem.candidates[best_c].options[static_cast<size_t>(choice[best_c])], -1);
+    left[best_c][static_cast<size_t>(choice[best_c])] = 1;
     choice[best_c] = best_o;
     add(live, problem.candidates[best_c].options[static_cast<size_t>(best_o)], 1);
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 
@@ -83,6 +84,15 @@ bool has_automatic(const ir::Program& p) {
       if (body && has_automatic(*body)) return true;
   }
   return false;
+}
+
+Twin split_entry(ValueId v, size_t producer, std::vector<ValueId> late_readers) {
+  Twin t;
+  t.original = v;
+  t.original_eq = producer;
+  t.candidate = true;
+  t.late_readers = std::move(late_readers);
+  return t;
 }
 
 Twins find_twins(const ir::Program& p, bool fit_to_limit) {
@@ -192,6 +202,8 @@ struct RegionEdit {
   // In the backward program: before equation i, fetch (host value -> device value).
   std::unordered_map<size_t, std::vector<std::pair<ValueId, ValueId>>> fetch_before;
   std::vector<ValueId> ren;  // backward program: clone -> what replaces it
+  // In the backward program: in equation i only, read `to` for `from`.
+  std::unordered_map<size_t, std::vector<std::pair<ValueId, ValueId>>> rename_in;
 };
 
 void rebuild(ir::Program& p, const RegionEdit* fwd, const RegionEdit* bwd) {
@@ -210,8 +222,12 @@ void rebuild(ir::Program& p, const RegionEdit* fwd, const RegionEdit* bwd) {
     }
 
     ir::Equation eq = std::move(p.equations[e]);
-    if (bwd)
+    if (bwd) {
       for (ValueId& v : eq.inputs) v = resolve(bwd->ren, v);
+      if (auto it = bwd->rename_in.find(e); it != bwd->rename_in.end())
+        for (auto [from, to] : it->second)
+          for (ValueId& v : eq.inputs) v = v == from ? to : v;
+    }
     eqs.push_back(std::move(eq));
     if (fwd) {
       auto it = fwd->offload_after.find(e);
@@ -242,9 +258,26 @@ std::shared_ptr<ir::Program> apply_twin_choices(const ir::Program& program, cons
   RegionEdit top;
   top.ren.assign(p.values.size(), -1);
   std::unordered_map<ValueId, ValueId> offloaded;  // forward value -> its host copy
+  std::unordered_map<ValueId, size_t> position_of;  // an equation's first result -> its index
+  for (size_t e = 0; e < p.equations.size(); ++e)
+    if (!p.equations[e].outputs.empty()) position_of[p.equations[e].outputs[0]] = e;
   for (size_t t = 0; t < twins.twins.size(); ++t) {
     const Twin& tw = twins.twins[t];
     if (tw.pair >= 0 || !tw.candidate || choices[t] == TwinChoice::recompute) continue;
+    if (tw.clone < 0) {  // a split: late readers read a fetched-back copy
+      if (choices[t] != TwinChoice::offload) continue;
+      std::vector<size_t> late;
+      for (ValueId r : tw.late_readers)
+        if (auto it = position_of.find(r); it != position_of.end()) late.push_back(it->second);
+      if (late.empty()) continue;
+      ir::Type t_host = p.type(tw.original);
+      t_host.kind = host;
+      ValueId h = p.add_value(t_host), back = p.add_value(p.type(tw.original));
+      top.offload_after[tw.original_eq].emplace_back(tw.original, h);
+      top.fetch_before[*std::min_element(late.begin(), late.end())].emplace_back(h, back);
+      for (size_t e : late) top.rename_in[e].emplace_back(tw.original, back);
+      continue;
+    }
     if (choices[t] == TwinChoice::save) {
       top.ren[idx(tw.clone)] = tw.original;
       continue;

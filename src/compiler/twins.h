@@ -40,7 +40,14 @@ struct Twin {
   size_t original_eq = 0;      // the forward equation (in the top level or the forward body)
   bool candidate = false;
   int stacked = -1;  // >= 0: a stacked residual, this result index of the forward scan (no clone)
+  // A top-level value read early and late (fit_to_limit, no clone): the equations (by their first
+  // result) that read it late; offloaded, they read a copy fetched back instead. Saved or offloaded.
+  std::vector<ir::ValueId> late_readers;
 };
+
+// A split entry for value v of `program` (defined by equation `producer`) whose readers
+// `late_readers` (by first result) may read a fetched-back copy.
+Twin split_entry(ir::ValueId v, size_t producer, std::vector<ir::ValueId> late_readers);
 
 struct Twins {
   std::vector<ScanPair> pairs;
