@@ -1,6 +1,7 @@
 // `ferry demo`: a GPT learns to copy token sequences under a device memory limit that keeping every
-// activation would exceed. It prints what each checkpoint policy would cost, shows the plan that
-// keeps everything failing the limit, and trains with an offloading policy that fits.
+// activation would exceed. It prints what each checkpoint policy and automatic would cost (ferry
+// explain's table), shows the plan that keeps everything failing the limit, and trains with
+// automatic under the limit.
 #include "demo.h"
 
 #include <unistd.h>
@@ -12,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "ferry/calibrate.h"
+#include "ferry/explain.h"
 #include "training.h"
 
 namespace ferry::tools {
@@ -34,47 +37,6 @@ void progress(int step, int steps, float loss, bool tty) {
   std::fflush(stdout);
 }
 
-// Prints what each policy costs and which fit a limit between keeping everything and offloading
-// the tagged names; returns that limit.
-int64_t compare_policies(const fm::GptConfig& c, const std::vector<fm::NamedPolicy>& policies) {
-  auto [tokens, targets] = fm::copy_task_batch(c, 0);
-  fm::GptTrainer probe(c, fm::compile_gpt_train_step(c, std::nullopt), 1);
-  std::vector<Array> args = probe.params;
-  for (auto* state : {&probe.m, &probe.v}) args.insert(args.end(), state->begin(), state->end());
-  args.push_back(probe.count);
-  args.push_back(tokens);
-  args.push_back(targets);
-
-  // What each policy costs, compiled without a limit.
-  fmt::print("One training step (loss, gradients, Adam update) under each policy:\n\n");
-  fmt::print("  {:<34} {:>12} {:>12} {:>16} {:>12} {:>9}\n", "policy", "device peak", "host bytes", "recompute MFLOP",
-             "copied", "step ms");
-  int64_t everything = 0, chosen_peak = 0;
-  for (const fm::NamedPolicy& p : policies) {
-    fm::StepReport r = fm::measure_step(p.name, fm::compile_gpt_train_step(c, p.policy), args, 3);
-    if (!p.policy) everything = r.device_peak;
-    if (p.name == "names offloaded") chosen_peak = r.device_peak;
-    fmt::print("  {:<34} {:>12} {:>12} {:>16.1f} {:>12} {:>9.1f}\n", p.name, mib(r.device_peak), mib(r.host_bytes),
-               r.recompute_flops / 1e6, mib(r.copy_bytes), r.step_seconds * 1e3);
-  }
-
-  // A device limit the plan that keeps everything exceeds, and the offloading plan meets.
-  const int64_t limit = (everything + chosen_peak) / 2;
-  fmt::print("\nDevice memory limit: {} (keeping every activation needs {}).\n", mib(limit), mib(everything));
-  for (const fm::NamedPolicy& p : policies) {
-    try {
-      fm::compile_gpt_train_step(c, p.policy, limit);
-      fmt::print("  fits:    {}\n", p.name);
-    } catch (const Error& e) {
-      std::string first_line = e.what();
-      first_line = first_line.substr(0, first_line.find('\n'));
-      fmt::print("  refused: {}: {}\n", p.name, first_line.substr(0, 110) + (first_line.size() > 110 ? "..." : ""));
-    }
-  }
-
-  return limit;
-}
-
 }  // namespace
 
 int run_demo(const DemoOptions& options) {
@@ -85,20 +47,42 @@ int run_demo(const DemoOptions& options) {
              c.layers, c.d_model, c.heads, c.seq, c.batch, c.vocab);
   fmt::print("task:  each sequence is a random half followed by the same half; predict the next token\n\n");
 
-  std::vector<fm::NamedPolicy> policies = fm::benchmark_policies(fm::gpt_names());
-  const fm::NamedPolicy& offload = policies.back();
-  int64_t limit = 0;
-  if (options.resume_path.empty()) {
-    limit = compare_policies(c, policies);
-  } else {
-    // The same limit as the first run, from the two plans it lies between (no timing this time).
-    int64_t everything = fm::compile_gpt_train_step(c, std::nullopt).memory_analysis().peak_memory_in_bytes;
-    limit = (everything + fm::compile_gpt_train_step(c, offload.policy).memory_analysis().peak_memory_in_bytes) / 2;
+  // Estimated step times use this machine's rates (measured once, then cached).
+  CompileOptions compile = calibrated_options();
+  auto lower = [&c](const std::optional<Policy>& p) { return fm::lower_gpt_train_step(c, p); };
+  // A device limit that keeping every activation exceeds and offloading the tagged projections
+  // (query_proj ... mlpwo) meets: halfway between their peaks.
+  const std::vector<std::string> names = fm::gpt_names();
+  const Policy offload_names =
+      policies::save_and_offload_only_these_names({}, names, MemoryKind::device, MemoryKind::pinned_host);
+  const int64_t everything = lower(std::nullopt).compile(compile).memory_analysis().peak_memory_in_bytes;
+  const int64_t offloaded = lower(offload_names).compile(compile).memory_analysis().peak_memory_in_bytes;
+  compile.device_memory_limit = (everything + offloaded) / 2;
+  const int64_t limit = compile.device_memory_limit;
+
+  fmt::print("What to expect from one training step (loss, gradients, Adam update) under each policy, by the\n"
+             "compiler's plan and cost model before anything runs (ferry explain):\n\n");
+  std::vector<ExplainRow> rows = explain(lower, compile,
+                                         {{"names saved", policies::save_only_these_names(names)},
+                                          {"names offloaded", offload_names}});
+  fmt::print("{}\n", format_explain(rows, limit));
+  try {
+    lower(std::nullopt).compile(compile);
+  } catch (const Error& e) {
+    std::string first_line = e.what();
+    first_line = first_line.substr(0, first_line.find('\n'));
+    fmt::print("Keeping every activation under the limit is refused: {}\n",
+               first_line.substr(0, 110) + (first_line.size() > 110 ? "..." : ""));
   }
 
-  fmt::print("\nTraining with '{}' (the tagged projections go to pinned host memory) under the limit:\n",
-             offload.name);
-  fm::GptTrainer trainer(c, fm::compile_gpt_train_step(c, offload.policy, limit), 1);
+  const ExplainRow& automatic = rows.back();
+  if (!automatic.compiled) {
+    fmt::print("demo failed: automatic found no plan under the limit: {}\n", automatic.error);
+    return 1;
+  }
+  fmt::print("\nTraining with 'automatic' (ferry picks save, recompute or offload for each activation) under the "
+             "limit:\n");
+  fm::GptTrainer trainer(c, *automatic.compiled, 1);
   int done = 0;  // steps before this run's first
   if (!options.resume_path.empty()) {
     done = trainer.load(options.resume_path);
@@ -109,15 +93,18 @@ int run_demo(const DemoOptions& options) {
   // The loss of the first step against the mean of the last ten (batches differ, so one is noisy).
   float first = 0, last = 0;
   std::vector<float> recent;
+  double step_seconds = 0;  // in the compiled step alone
   for (int step = 0; step < options.steps; ++step) {
     // Batches by the global step, so a resumed run sees what an uninterrupted one would have.
     auto [tk, tg] = fm::copy_task_batch(c, static_cast<uint32_t>(done + step + 1));
+    auto step_start = std::chrono::steady_clock::now();
     float loss = trainer.train(tk, tg);
+    step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+    if (options.print_losses) fmt::print("loss at step {}: {:.9g}\n", done + step + 1, loss);
     if (step == 0) first = loss;
     recent.push_back(loss);
     if (recent.size() > 10) recent.erase(recent.begin());
     progress(step + 1, options.steps, loss, tty);
-    if (options.print_losses) fmt::print("loss at step {}: {:.9g}\n", done + step + 1, loss);
   }
   for (float l : recent) last += l / static_cast<float>(recent.size());
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -128,6 +115,8 @@ int run_demo(const DemoOptions& options) {
   fmt::print("device high-water {} (planned {}, limit {}); host {}; per step {} to host and back\n",
              mib(stats.device_high_water_bytes), mib(planned.peak_memory_in_bytes), mib(limit),
              mib(stats.host_high_water_bytes), mib(stats.bytes_to_host));
+  fmt::print("step time: estimated {:.1f} ms, measured {:.1f} ms (mean of {} steps, batches made between them)\n",
+             automatic.estimated_seconds * 1e3, step_seconds / options.steps * 1e3, options.steps);
   if (!options.save_path.empty()) {
     trainer.save(options.save_path, done + options.steps);
     fmt::print("saved the model and its Adam state after step {} to {} (safetensors; ferry demo --resume {} "

@@ -1,5 +1,6 @@
 // The ferry command: `ferry demo` traces, lowers, compiles and runs a built-in model and trains it
-// for a few steps; `ferry check` and `ferry run` read IR text.
+// for a few steps; `ferry explain` compares checkpoint policies on a built-in model before anything
+// runs; `ferry calibrate` measures the cost model's rates; `ferry check` and `ferry run` read IR text.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -11,7 +12,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "byte_size.h"
 #include "demo.h"
+#include "explain_models.h"
 #include "ferry/ferry.h"
 
 namespace fy = ferry;
@@ -151,6 +154,18 @@ int main(int argc, char** argv) {
   for (auto* cmd : {run_cmd, memory_cmd})
     cmd->add_option("--device-memory-limit", limit,
                     "device bytes the plan may use (0: none; default from FERRY_DEVICE_MEMORY_LIMIT)");
+  ferry::tools::ExplainOptions explain_options;
+  std::string explain_limit = "0";
+  auto* explain_cmd = app.add_subcommand(
+      "explain", "what one training step of a built-in model costs under each checkpoint policy and automatic");
+  explain_cmd->add_option("model", explain_options.model, "gpt or scan_mlp")->required();
+  explain_cmd->add_option("--limit", explain_limit, "device memory limit in bytes, e.g. 67108864 or 64MiB (0: none)");
+  explain_cmd->add_flag("--small", explain_options.small, "a small configuration of the model");
+  int calibrate_repeats = 5;
+  auto* calibrate_cmd =
+      app.add_subcommand("calibrate", "measure this machine's rates for the cost model and cache them");
+  calibrate_cmd->add_option("--repeats", calibrate_repeats, "timed runs of each program (the median is taken)")
+      ->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
   try {
     if (app.got_subcommand("demo")) {
@@ -158,6 +173,11 @@ int main(int argc, char** argv) {
       if (!demo_options.resume_path.empty() && demo_cmd->count("--min-factor") == 0) demo_options.min_factor = 0;
       return ferry::tools::run_demo(demo_options);
     }
+    if (app.got_subcommand("explain")) {
+      explain_options.limit = ferry::tools::parse_byte_size(explain_limit, "--limit");
+      return ferry::tools::run_explain(explain_options);
+    }
+    if (app.got_subcommand("calibrate")) return ferry::tools::run_calibrate(calibrate_repeats);
     if (app.got_subcommand("mlp")) return run_mlp_demo_impl();
     if (app.got_subcommand("check")) return check(path);
     if (app.got_subcommand("run")) return run(path, limit);

@@ -19,8 +19,8 @@ std::vector<NamedPolicy> benchmark_policies(const std::vector<std::string>& name
           {"names offloaded", save_and_offload_only_these_names({}, names, MemoryKind::device, MemoryKind::pinned_host)}};
 }
 
-Compiled compile_gpt_train_step(const GptConfig& c, const std::optional<Policy>& policy, int64_t device_limit,
-                                double learning_rate, bool donate) {
+Lowered lower_gpt_train_step(const GptConfig& c, const std::optional<Policy>& policy, double learning_rate,
+                             bool donate) {
   auto step = jit(
       [c, policy, learning_rate](std::vector<Tensor> p, std::vector<Tensor> m, std::vector<Tensor> v, Tensor count,
                                  Tensor tokens, Tensor targets) {
@@ -32,16 +32,25 @@ Compiled compile_gpt_train_step(const GptConfig& c, const std::optional<Policy>&
       JitOptions{.name = "gpt_train_step", .donate_argnums = donate ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{}});
   std::vector<ShapeDtype> params = gpt_param_specs(c);
   ShapeDtype tokens{{c.batch, c.seq}, DType::i32};
-  return step.lower(params, params, params, ShapeDtype{{}}, tokens, tokens).compile({.device_memory_limit = device_limit});
+  return step.lower(params, params, params, ShapeDtype{{}}, tokens, tokens);
 }
 
-Compiled compile_scan_mlp_grad(const ScanMlpConfig& c, const std::optional<Policy>& policy, int64_t device_limit) {
+Compiled compile_gpt_train_step(const GptConfig& c, const std::optional<Policy>& policy, int64_t device_limit,
+                                double learning_rate, bool donate) {
+  return lower_gpt_train_step(c, policy, learning_rate, donate).compile({.device_memory_limit = device_limit});
+}
+
+Lowered lower_scan_mlp_grad(const ScanMlpConfig& c, const std::optional<Policy>& policy) {
   auto step = jit(
       [policy](Tensor x, std::vector<Tensor> w) {
         return value_and_grad([&](std::vector<Tensor> q) { return scan_mlp_loss(x, q, policy); })(w);
       },
       "scan_mlp_grad");
-  return step.lower(ShapeDtype{{c.batch, c.width}}, scan_mlp_param_specs(c)).compile({.device_memory_limit = device_limit});
+  return step.lower(ShapeDtype{{c.batch, c.width}}, scan_mlp_param_specs(c));
+}
+
+Compiled compile_scan_mlp_grad(const ScanMlpConfig& c, const std::optional<Policy>& policy, int64_t device_limit) {
+  return lower_scan_mlp_grad(c, policy).compile({.device_memory_limit = device_limit});
 }
 
 GptTrainer::GptTrainer(const GptConfig& c, Compiled compiled, uint32_t seed)

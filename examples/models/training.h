@@ -25,9 +25,12 @@ std::vector<std::string> scan_mlp_names();  // x
 // Adam training step of gpt: (params, m, v, step, tokens, targets) -> (loss, params, m, v, step).
 // With `donate`, the call consumes params, m, v and step (jit's donate_argnums) and writes their
 // updates into the same buffers, so they are not held twice during the step.
+Lowered lower_gpt_train_step(const GptConfig& c, const std::optional<Policy>& policy, double learning_rate = 3e-3,
+                             bool donate = true);
 Compiled compile_gpt_train_step(const GptConfig& c, const std::optional<Policy>& policy, int64_t device_limit = 0,
                                 double learning_rate = 3e-3, bool donate = true);
 // Gradient step of scan_mlp: (x, w1, w2) -> (loss, dw1, dw2).
+Lowered lower_scan_mlp_grad(const ScanMlpConfig& c, const std::optional<Policy>& policy);
 Compiled compile_scan_mlp_grad(const ScanMlpConfig& c, const std::optional<Policy>& policy, int64_t device_limit = 0);
 
 // The state of an Adam run of gpt, and one step of it.

@@ -4,8 +4,10 @@
 
 #include "ferry/array.h"
 #include "ferry/autodiff.h"
+#include "ferry/calibrate.h"
 #include "ferry/checkpoint.h"
 #include "ferry/error.h"
+#include "ferry/explain.h"
 #include "ferry/jit.h"
 #include "ferry/optim.h"
 #include "ferry/primitive.h"

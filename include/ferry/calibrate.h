@@ -1,0 +1,58 @@
+// Calibration: the cost model's rates measured on this machine, with ferry's own kernels.
+//
+//   ferry::Rates r = ferry::calibrate();                      // a few hundred ms
+//   ferry::CompileOptions o = ferry::calibrated_options();     // cached rates (measured once if none)
+//   o.device_memory_limit = 64 << 20;
+//
+// CompileOptions' default rates are this project's reference machine (docs/COST_MODEL.md); the
+// estimated step time (CostStats::estimated_seconds) and the automatic planner's choices are only
+// as good as the rates, so the command line and the benchmarks use calibrated ones. `ferry
+// calibrate` measures and rewrites the cache.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "ferry/jit.h"
+
+namespace ferry {
+
+// The three rates of CompileOptions.
+struct Rates {
+  double compute_flops_per_s = 0;         // f32 dot_general FLOPs per second
+  double memory_bytes_per_s = 0;          // bytes an elementwise kernel reads and writes per second
+  double link_bandwidth_bytes_per_s = 0;  // host <-> device bytes per second through the copy queue
+};
+
+struct CalibrateOptions {
+  std::string backend = "cpu";
+  int repeats = 5;  // timed runs of each program after one warm-up; the median is taken (>= 1)
+};
+
+// Measures the rates by compiling and running three small programs on the backend: a square f32
+// dot_general (FLOPs by the cost model / time), a chain of elementwise ops over arrays larger than
+// the caches (bytes read and written by the cost model / time) and a round trip of an array to
+// pinned host memory and back through the copy queue (bytes copied / the time it adds to the same
+// program without the round trip). INVALID_ARGUMENT for repeats < 1; a backend this build lacks is
+// UNIMPLEMENTED, as for compile.
+Rates calibrate(const CalibrateOptions& options = {});
+
+// `options` with these rates (INVALID_ARGUMENT unless each is positive and finite).
+CompileOptions with_rates(CompileOptions options, const Rates& rates);
+
+// Where the rates are cached: $FERRY_CACHE_DIR/rates.json, else $XDG_CACHE_HOME/ferry/rates.json,
+// else $HOME/.cache/ferry/rates.json. INVALID_ARGUMENT when none of those variables is set.
+std::string rates_cache_path();
+
+// Reads rates written by save_rates: nullopt when the file does not exist; INVALID_ARGUMENT (naming
+// the file) when it is not such a file or a rate is not positive and finite.
+std::optional<Rates> load_rates(const std::string& path);
+// Writes the rates as JSON (creating the folder); INVALID_ARGUMENT when it cannot.
+void save_rates(const Rates& rates, const std::string& path);
+
+// `base` with the cached rates, measuring and caching them first when there is no cache. A cache
+// that cannot be written is not an error (the measured rates are used); a corrupt one is
+// INVALID_ARGUMENT (`ferry calibrate` rewrites it).
+CompileOptions calibrated_options(CompileOptions base = {});
+
+}  // namespace ferry
