@@ -45,12 +45,12 @@ void match(const ir::Program& fp, const ir::Program& bp, std::vector<ValueId> ca
     if (eq.rematerialized || !eq.subprograms.empty() || eq.outputs.empty()) continue;
     table.emplace(key(eq, keyed(eq.inputs)), e);
   }
-  std::vector<char> clone_value(bp.values.size(), 0);
   const size_t first = out.twins.size();
+  // Every equation of bp that computes what an equation of fp computes maps to it (constants a pass
+  // made again in the backward body, say); only automatic ones are twins, which may be replaced.
   for (size_t e = 0; e < bp.equations.size(); ++e) {
     const ir::Equation& eq = bp.equations[e];
-    if (!eq.automatic || !eq.subprograms.empty()) continue;
-    for (ValueId v : eq.outputs) clone_value[idx(v)] = 1;
+    if (!eq.subprograms.empty() || eq.outputs.empty()) continue;
     std::vector<ValueId> in;
     bool known = true;
     for (ValueId v : eq.inputs) {
@@ -64,7 +64,7 @@ void match(const ir::Program& fp, const ir::Program& bp, std::vector<ValueId> ca
     if (f.outputs.size() != eq.outputs.size()) continue;
     for (size_t i = 0; i < eq.outputs.size(); ++i) {
       canon[idx(eq.outputs[i])] = f.outputs[i];
-      out.twins.push_back({pair, eq.outputs[i], f.outputs[i], e, it->second, false});
+      if (eq.automatic) out.twins.push_back({pair, eq.outputs[i], f.outputs[i], e, it->second, false, -1, {}});
     }
   }
   // Candidates: read by something that is not a recomputation with a twin (backward work, or work
