@@ -290,9 +290,9 @@ class Planner {
     return prob;
   }
 
-  // Per group, from a solution of problem() (groups it left out are saved).
-  std::vector<Kind> choices(const AutoProblem& prob, const std::vector<int>& choice) const {
-    std::vector<Kind> out(groups_.size(), Kind::save);
+  // Per group, from a solution of problem() (groups it left out get `others`).
+  std::vector<Kind> choices(const AutoProblem& prob, const std::vector<int>& choice, Kind others = Kind::save) const {
+    std::vector<Kind> out(groups_.size(), others);
     for (size_t c = 0; c < prob.candidates.size(); ++c)
       out[problem_group_[c]] = prob.candidates[c].options[static_cast<size_t>(choice[c])].kind;
     return out;
@@ -378,7 +378,7 @@ bool plan_automatic(ir::Program& program, const CompileOptions& options, const P
     for (size_t o = 0; o < prob.candidates[c].options.size(); ++o)
       if (prob.candidates[c].options[o].kind == Kind::recompute) recompute[c] = static_cast<int>(o);
   for (const std::vector<int>* choice : {&least, &recompute}) {
-    std::vector<Kind> kinds = planner.choices(prob, *choice);
+    std::vector<Kind> kinds = planner.choices(prob, *choice, choice == &recompute ? Kind::recompute : Kind::save);
     Planned planned = planner.plan(kinds);
     r.attempts += 1;
     if (planned.peak <= limit) {
