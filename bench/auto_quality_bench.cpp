@@ -6,6 +6,7 @@
 // times of both.
 //   build/bench/auto_quality_bench [--problems 1000] [--first-seed 1] [--min-layers 4] [--max-layers 48]
 //                                  [--time-limit 60]
+//   build/bench/auto_quality_bench --show SEED   (the problem, and each candidate's greedy and exact option)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -48,7 +49,31 @@ int main(int argc, char** argv) {
   app.add_option("--min-layers", options.min_layers, "fewest layers of a problem's chain");
   app.add_option("--max-layers", options.max_layers, "most layers of a problem's chain");
   app.add_option("--time-limit", time_limit, "CBC's time limit per problem, seconds");
+  std::vector<uint32_t> show;
+  app.add_option("--show", show, "print these seeds' problems with the greedy and the exact choice, then stop");
   CLI11_PARSE(app, argc, argv);
+  const char* kinds[] = {"save", "offload", "recompute"};
+  for (uint32_t seed : show) {
+    fc::AutoProblem p = ferry::testing::random_auto_problem(seed, options);
+    fc::AutoSolution g = fc::solve_greedy(p);
+    fc::ExactSolution e = fc::solve_exact(p, time_limit);
+    std::printf("seed %u: %zu positions, %zu candidates, limit %lld\n  greedy %.6g s peak %lld%s\n  exact  %.6g s peak "
+                "%lld (%s)\n",
+                seed, p.base.size(), p.candidates.size(), static_cast<long long>(p.limit), g.seconds,
+                static_cast<long long>(g.peak), g.fits ? "" : " (over)", e.seconds, static_cast<long long>(e.peak),
+                fc::to_string(e.status));
+    for (size_t c = 0; c < p.candidates.size(); ++c) {
+      const auto& opts = p.candidates[c].options;
+      std::printf("  %-9s %10lld bytes:", p.candidates[c].label.c_str(),
+                  static_cast<long long>(opts[0].live.empty() ? 0 : opts[0].live[0].bytes));
+      for (size_t o = 0; o < opts.size(); ++o)
+        std::printf("  %s %.3g s%s%s", kinds[static_cast<int>(opts[o].kind)], opts[o].seconds,
+                    g.choice[c] == static_cast<int>(o) ? " G" : "",
+                    !e.choice.empty() && e.choice[c] == static_cast<int>(o) ? " E" : "");
+      std::printf("\n");
+    }
+  }
+  if (!show.empty()) return 0;
 
   struct Result {
     uint32_t seed;

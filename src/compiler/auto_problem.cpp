@@ -60,10 +60,13 @@ AutoSolution solve_greedy(const AutoProblem& problem) {
   }
   Live live = live_of(problem, choice);
   // Lower the peak: at the peak position, the change with the fewest seconds per byte it removes
-  // there (ties: the most bytes).
+  // there, counting no more bytes than the peak is over the limit (ties: the most bytes). Counting
+  // them all would prefer a large change with few seconds per byte to a small one that is enough
+  // for fewer seconds.
   for (;;) {
     int p = peak_position(live);
     if (p < 0 || live[static_cast<size_t>(p)] <= problem.limit) break;
+    const int64_t excess = live[static_cast<size_t>(p)] - problem.limit;
     double best_ratio = std::numeric_limits<double>::infinity();
     int64_t best_bytes = 0;
     size_t best_c = nc;
@@ -76,7 +79,7 @@ AutoSolution solve_greedy(const AutoProblem& problem) {
       for (size_t o = 0; o < opts.size(); ++o) {
         int64_t removed = here - bytes_at(opts[o], p);
         if (removed <= 0) continue;
-        double ratio = std::max(0.0, opts[o].seconds - cur.seconds) / static_cast<double>(removed);
+        double ratio = std::max(0.0, opts[o].seconds - cur.seconds) / static_cast<double>(std::min(removed, excess));
         if (ratio < best_ratio || (ratio == best_ratio && removed > best_bytes)) {
           best_ratio = ratio;
           best_bytes = removed;
