@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "compiler/auto_plan.h"
 #include "compiler/cse.h"
 #include "compiler/dce.h"
 #include "compiler/lower_copies.h"
@@ -15,16 +16,13 @@
 
 namespace ferry::compiler {
 
-std::vector<Pass> passes_for(const CompileOptions& options) {
-  // Clean-ups first: differentiation leaves duplicated and unused work behind, and constants and
-  // identities that simplify turns into scalars or removes. Then every output
-  // gets its own buffer, transfers between memory kinds become asynchronous copies, the scheduler
-  // orders the rest for a low device peak, and the copies are placed around it by the cost model.
-  // Buffer assignment (plan_memory, an analysis run by compile) plans the final order.
+namespace {
+
+// Every output gets its own buffer, transfers between memory kinds become asynchronous copies, the
+// scheduler orders the rest for a low device peak, and the copies are placed around it by the cost
+// model. Buffer assignment (plan_memory, an analysis run by compile) plans the final order.
+std::vector<Pass> placement_passes(const CompileOptions& options) {
   return {
-      {"cse", eliminate_common_subexpressions},
-      {"dce", eliminate_dead_code},
-      {"simplify", simplify},
       {"materialize_outputs", materialize_outputs},
       {"lower_copies", lower_copies},
       {"schedule", schedule_for_memory},
@@ -32,12 +30,36 @@ std::vector<Pass> passes_for(const CompileOptions& options) {
   };
 }
 
+}  // namespace
+
+std::vector<Pass> passes_for(const CompileOptions& options, const PlanOptions& plan_options) {
+  // Clean-ups first: differentiation leaves duplicated and unused work behind, and constants and
+  // identities that simplify turns into scalars or removes. Then the automatic planner makes the
+  // choices automatic checkpoints left open (it plans each candidate with the passes after it),
+  // then placement.
+  PlanTail tail = [options, plan_options](const ir::Program& program) {
+    auto p = std::make_shared<ir::Program>(program);
+    for (const Pass& pass : placement_passes(options)) pass.run(*p);
+    std::shared_ptr<const MemoryPlan> plan = plan_memory(*p, /*outputs_external=*/false, plan_options);
+    return std::pair{p, plan};
+  };
+  std::vector<Pass> passes{
+      {"cse", eliminate_common_subexpressions},
+      {"dce", eliminate_dead_code},
+      {"simplify", simplify},
+      {"auto_plan", [options, tail](ir::Program& p) { return plan_automatic(p, options, tail); }},
+  };
+  for (Pass& pass : placement_passes(options)) passes.push_back(std::move(pass));
+  return passes;
+}
+
 std::shared_ptr<const ir::Program> run_pipeline(const ir::Program& program, const CompileOptions& options,
-                                                const std::function<void(const std::string&)>& dump) {
+                                                const std::function<void(const std::string&)>& dump,
+                                                const PlanOptions& plan_options) {
   auto p = std::make_shared<ir::Program>(program);
   ir::verify(*p);
   if (dump) dump("// input\n" + ir::print(*p));
-  for (const Pass& pass : passes_for(options)) {
+  for (const Pass& pass : passes_for(options, plan_options)) {
     bool changed = pass.run(*p);
     try {
       ir::verify(*p);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/memory_plan.h"
 #include "ferry/jit.h"
 #include "ir/program.h"
 
@@ -18,12 +19,14 @@ struct Pass {
   std::function<bool(ir::Program&)> run;
 };
 
-// The passes for these options, in order.
-std::vector<Pass> passes_for(const CompileOptions& options);
+// The passes for these options, in order. `plan_options` are buffer assignment's (the automatic
+// planner plans candidate programs as compile will).
+std::vector<Pass> passes_for(const CompileOptions& options, const PlanOptions& plan_options = {});
 
 // Runs the passes on a copy of `program`. If `dump` is set it receives the IR text after each pass
 // (as "// after <pass>\n<text>"). A verifier failure after a pass is INTERNAL and names the pass.
 std::shared_ptr<const ir::Program> run_pipeline(const ir::Program& program, const CompileOptions& options,
-                                                const std::function<void(const std::string&)>& dump = {});
+                                                const std::function<void(const std::string&)>& dump = {},
+                                                const PlanOptions& plan_options = {});
 
 }  // namespace ferry::compiler

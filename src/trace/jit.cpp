@@ -93,10 +93,10 @@ void check_options(const CompileOptions& options) {
 
 Compiled Lowered::compile(const CompileOptions& options) const {
   check_options(options);
-  auto program = compiler::run_pipeline(*impl_->program, options);
   compiler::PlanOptions plan_options;
   plan_options.workspace = runtime::workspace_sizes(options.backend);
   plan_options.donated = impl_->donated;
+  auto program = compiler::run_pipeline(*impl_->program, options, {}, plan_options);
   auto plan = compiler::plan_memory(*program, /*outputs_external=*/false, plan_options);
   compiler::check_device_limit(*program, *plan, options.device_memory_limit);
   runtime::ExecutableOptions run_options{impl_->donated, options.checked};

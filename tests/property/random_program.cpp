@@ -606,6 +606,7 @@ Policy make_policy(const PolicySpec& s) {
   switch (s.kind) {
     case PolicySpec::everything: return policies::everything_saveable;
     case PolicySpec::nothing: return policies::nothing_saveable;
+    case PolicySpec::automatic: return policies::automatic;
     case PolicySpec::dots: return policies::dots_saveable;
     case PolicySpec::dots_no_batch: return policies::dots_with_no_batch_dims_saveable;
     case PolicySpec::offload_dots: return policies::offload_dot_with_no_batch_dims(MemoryKind::device, s.dst);
@@ -650,6 +651,7 @@ std::string describe(const PolicySpec& s) {
   switch (s.kind) {
     case PolicySpec::everything: return "everything_saveable";
     case PolicySpec::nothing: return "nothing_saveable";
+    case PolicySpec::automatic: return "automatic";
     case PolicySpec::dots: return "dots_saveable";
     case PolicySpec::dots_no_batch: return "dots_with_no_batch_dims_saveable";
     case PolicySpec::offload_dots: return "offload_dot_with_no_batch_dims(device," + dst + ")";
@@ -668,6 +670,31 @@ std::string describe(const RandomProgram& p) {
   os << "random program seed " << p.seed << " size " << p.size << " (" << p.main.size() << " ops)\n";
   list_block(p.main, "  ", os);
   return os.str();
+}
+
+namespace {
+
+Block with_policy(const Block& b, PolicySpec::Kind kind) {
+  Block out = b;
+  for (Op& op : out.ops) {
+    if (op.kind == OpKind::checkpoint) op.policy = PolicySpec{.kind = kind};
+    if (op.body) op.body = std::make_shared<Block>(with_policy(*op.body, kind));
+  }
+  return out;
+}
+
+}  // namespace
+
+RandomProgram with_policy(const RandomProgram& p, PolicySpec::Kind kind) {
+  RandomProgram out = p;
+  out.main = with_policy(p.main, kind);
+  return out;
+}
+
+bool has_checkpoint(const Block& b) {
+  for (const Op& op : b.ops)
+    if (op.kind == OpKind::checkpoint || (op.body && has_checkpoint(*op.body))) return true;
+  return false;
 }
 
 }  // namespace ferry::property

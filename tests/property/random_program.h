@@ -17,7 +17,8 @@ namespace ferry::property {
 struct PolicySpec {
   enum Kind {
     everything, nothing, dots, dots_no_batch, offload_dots, save_names, save_all_but_names,
-    save_and_offload_names, both, custom
+    save_and_offload_names, both, custom,
+    automatic  // never generated; with_policy() puts it on every checkpoint
   };
   Kind kind = nothing;
   std::vector<std::string> saved, offloaded;  // names for the name-based policies
@@ -78,6 +79,10 @@ Tensor emit_loss(const RandomProgram& p, const std::vector<Tensor>& args, bool c
 
 // The Policy a spec describes.
 Policy make_policy(const PolicySpec& spec);
+// The same program with every checkpoint (nested ones too) under the policy `kind`.
+RandomProgram with_policy(const RandomProgram& p, PolicySpec::Kind kind);
+// Whether the program has a checkpoint anywhere.
+bool has_checkpoint(const Block& b);
 std::string describe(const PolicySpec& spec);
 
 // A readable listing of the program (ops, shapes, policies), for failure reports.

@@ -1,0 +1,313 @@
+#include "compiler/auto_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <unordered_set>
+
+#include "compiler/memory_analysis.h"
+#include "compiler/step_time.h"
+#include "compiler/twins.h"
+#include "ferry/error.h"
+#include "ir/printer.h"
+#include "prims/registry.h"
+
+namespace ferry::compiler {
+namespace {
+
+using ir::ValueId;
+using Kind = AutoOption::Kind;
+
+size_t idx(ValueId v) { return static_cast<size_t>(v); }
+
+// A candidate as the planner decides it: the twins of one forward value (one choice for all).
+struct Group {
+  int pair = -1;
+  ValueId original = -1;
+  bool stacked = false;  // a stacked residual: saved or offloaded, never recomputed
+  std::vector<size_t> twins;
+};
+
+struct Planned {
+  std::shared_ptr<ir::Program> before_tail;  // the program as the planner leaves it
+  std::shared_ptr<ir::Program> program;      // after the remaining passes
+  std::shared_ptr<const MemoryPlan> plan;
+  int64_t peak = 0;
+  std::vector<ValueId> stacked;
+};
+
+// Seconds one equation takes at the machine's rates.
+double seconds_of(const ir::Equation& eq, const ir::Program& p, const StepRates& rates) {
+  prims::Cost c = prims::cost(eq, p);
+  return std::max(c.flops / rates.flops_per_s,
+                  static_cast<double>(c.bytes_read + c.bytes_written) / rates.memory_bytes_per_s);
+}
+
+// The work a recomputation of `group` adds: its own equations and the recomputations they read
+// that are not candidates (a candidate's value exists whatever is chosen for it), transitively.
+double chain_seconds(const ir::Program& bp, const Group& g, const Twins& twins, const std::vector<char>& candidate_clone,
+                     const StepRates& rates) {
+  std::vector<int> producer(bp.values.size(), -1);
+  for (size_t e = 0; e < bp.equations.size(); ++e)
+    for (ValueId v : bp.equations[e].outputs) producer[idx(v)] = static_cast<int>(e);
+  std::unordered_set<size_t> seen;
+  std::vector<size_t> stack;
+  for (size_t t : g.twins) stack.push_back(twins.twins[t].clone_eq);
+  double total = 0;
+  while (!stack.empty()) {
+    size_t e = stack.back();
+    stack.pop_back();
+    if (!seen.insert(e).second) continue;
+    const ir::Equation& eq = bp.equations[e];
+    total += seconds_of(eq, bp, rates);
+    for (ValueId v : eq.inputs) {
+      int q = producer[idx(v)];
+      if (q < 0 || !bp.equations[static_cast<size_t>(q)].automatic || candidate_clone[idx(v)]) continue;
+      stack.push_back(static_cast<size_t>(q));
+    }
+  }
+  return total;
+}
+
+class Planner {
+ public:
+  Planner(const ir::Program& program, const CompileOptions& options, const PlanTail& tail)
+      : p0_(program), options_(options), tail_(tail),
+        twins_(find_twins(program, options.fit_to_limit && options.device_memory_limit > 0)), rates_(step_rates(options)) {
+    std::map<std::tuple<int, ValueId, bool>, size_t> group_of;
+    for (size_t t = 0; t < twins_.twins.size(); ++t) {
+      const Twin& tw = twins_.twins[t];
+      if (!tw.candidate) continue;
+      auto [it, fresh] = group_of.emplace(std::tuple{tw.pair, tw.original, tw.stacked >= 0}, groups_.size());
+      if (fresh) groups_.push_back({tw.pair, tw.original, tw.stacked >= 0, {}});
+      groups_[it->second].twins.push_back(t);
+    }
+  }
+
+  bool empty() const { return twins_.empty(); }
+  size_t num_groups() const { return groups_.size(); }
+
+  Planned plan(const std::vector<Kind>& per_group) const {
+    std::vector<TwinChoice> choices(twins_.twins.size(), TwinChoice::recompute);
+    for (size_t g = 0; g < groups_.size(); ++g)
+      for (size_t t : groups_[g].twins)
+        choices[t] = per_group[g] == Kind::save ? TwinChoice::save
+                     : per_group[g] == Kind::offload ? TwinChoice::offload : TwinChoice::recompute;
+    Planned out;
+    out.before_tail = apply_twin_choices(p0_, twins_, choices, MemoryKind::pinned_host, &out.stacked);
+    auto [program, plan] = tail_(*out.before_tail);
+    out.program = program;
+    out.plan = plan;
+    out.peak = memory_stats(*program, *plan).peak_memory_in_bytes;
+    return out;
+  }
+
+  // The choice posed on the all-saved plan.
+  AutoProblem problem(const Planned& saved) const {
+    const ir::Program& p = *saved.program;
+    const size_t n = p.equations.size();
+    const int last_pos = static_cast<int>(n);  // program outputs are read at the end
+    std::vector<int> def(p.values.size(), -1);
+    std::vector<std::vector<int>> readers(p.values.size());
+    std::map<ValueId, int> position_of_output;  // an equation's first output -> its position
+    for (size_t e = 0; e < n; ++e) {
+      const ir::Equation& eq = p.equations[e];
+      for (ValueId v : eq.outputs) def[idx(v)] = static_cast<int>(e);
+      if (!eq.outputs.empty()) position_of_output[eq.outputs[0]] = static_cast<int>(e);
+      for (ValueId v : eq.inputs) readers[idx(v)].push_back(static_cast<int>(e));
+    }
+    for (ValueId v : p.outputs) readers[idx(v)].push_back(last_pos);
+
+    AutoProblem prob;
+    MemoryStats stats = memory_stats(p, *saved.plan);
+    prob.base.assign(n + 1, stats.argument_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes);
+    for (const Buffer& b : saved.plan->buffers) {
+      if (b.kind != MemoryKind::device || b.output_of >= 0) continue;
+      for (int q = std::max(b.start, 0); q <= std::min(b.end, last_pos); ++q) prob.base[static_cast<size_t>(q)] += b.size;
+    }
+    prob.limit = options_.device_memory_limit;
+
+    // Candidate bytes, then what an offload costs: the share of the step's compute that all
+    // candidates' transfers would take says how much of one transfer compute cannot hide.
+    std::vector<char> clone_is_candidate0(p0_.values.size(), 0);
+    std::vector<std::vector<char>> clone_is_candidate_body(twins_.pairs.size());
+    for (size_t i = 0; i < twins_.pairs.size(); ++i)
+      clone_is_candidate_body[i].assign(p0_.equations[twins_.pairs[i].backward].subprograms[0]->values.size(), 0);
+    for (const Twin& tw : twins_.twins)
+      if (tw.candidate && tw.clone >= 0) (tw.pair < 0 ? clone_is_candidate0 : clone_is_candidate_body[static_cast<size_t>(tw.pair)])[idx(tw.clone)] = 1;
+    std::vector<char> top_twin_eq(p0_.equations.size(), 0);
+    for (const Twin& tw : twins_.twins)
+      if (tw.pair < 0 && tw.clone >= 0) top_twin_eq[tw.clone_eq] = 1;
+    double transfer_total = 0;
+    std::vector<int64_t> bytes(groups_.size(), 0);
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      const Group& gr = groups_[g];
+      ValueId v = gr.pair < 0 ? gr.original : saved.stacked[gr.twins[0]];
+      if (v >= 0) bytes[g] = p.type(v).size_bytes();
+      transfer_total += 2.0 * static_cast<double>(bytes[g]) / rates_.link_bytes_per_s;
+    }
+    double compute = std::max(estimate_step_time(p, rates_).compute_seconds, 1e-12);
+    double exposed_share = std::clamp(transfer_total / compute, 0.05, 1.0);
+
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      const Group& gr = groups_[g];
+      AutoCandidate c;
+      c.label = fmt::format("%{}{}", gr.original, gr.pair >= 0 ? fmt::format(" (scan pair {})", gr.pair) : "");
+      const double offload_seconds = 2.0 * static_cast<double>(bytes[g]) / rates_.link_bytes_per_s * exposed_share;
+      if (gr.pair < 0) {
+        ValueId v = gr.original;
+        if (def[idx(v)] < 0 || readers[idx(v)].empty()) continue;
+        // Backward readers: those that read the recomputation before it was replaced.
+        std::unordered_set<int> bwd_pos;
+        for (size_t t : gr.twins)
+          for (size_t e = 0; e < p0_.equations.size(); ++e) {
+            const ir::Equation& eq = p0_.equations[e];
+            if (top_twin_eq[e] || eq.outputs.empty()) continue;
+            if (std::find(eq.inputs.begin(), eq.inputs.end(), twins_.twins[t].clone) == eq.inputs.end()) continue;
+            auto it = position_of_output.find(eq.outputs[0]);
+            if (it != position_of_output.end()) bwd_pos.insert(it->second);
+          }
+        for (ValueId o : p0_.outputs)
+          for (size_t t : gr.twins)
+            if (o == twins_.twins[t].clone) bwd_pos.insert(last_pos);
+        int d = def[idx(v)], last = d, first_bwd = last_pos + 1, last_fwd = -1;
+        for (int r : readers[idx(v)]) {
+          last = std::max(last, r);
+          if (bwd_pos.count(r)) first_bwd = std::min(first_bwd, r);
+          else last_fwd = std::max(last_fwd, r);
+        }
+        if (first_bwd > last_pos) continue;  // nothing reads it late: no choice to make
+        const int64_t b = p.type(v).size_bytes();
+        const double recompute_seconds = chain_seconds(p0_, gr, twins_, clone_is_candidate0, rates_);
+        std::vector<AutoInterval> early;
+        if (last_fwd >= 0) early.push_back({d, last_fwd, b});
+        AutoInterval late{std::max(first_bwd - 1, d), last, b};
+        c.options.push_back({Kind::save, 0.0, {{d, last, b}}});
+        std::vector<AutoInterval> off = early;
+        if (off.empty()) off.push_back({d, d + 1, b});
+        off.push_back(late);
+        c.options.push_back({Kind::offload, offload_seconds, off});
+        std::vector<AutoInterval> rec = early;
+        rec.push_back(late);
+        c.options.push_back({Kind::recompute, recompute_seconds, rec});
+        for (int q = d; q <= last; ++q) prob.base[static_cast<size_t>(q)] -= b;
+      } else {
+        ValueId s = saved.stacked[gr.twins[0]];
+        if (s < 0 || def[idx(s)] < 0 || readers[idx(s)].empty()) continue;
+        const ir::Program& body = *p0_.equations[twins_.pairs[static_cast<size_t>(gr.pair)].backward].subprograms[0];
+        const int64_t length = p.type(s).shape.empty() ? 1 : p.type(s).shape[0];
+        const int64_t b = bytes[g], slice = length > 0 ? b / length : b;
+        int d = def[idx(s)], last = *std::max_element(readers[idx(s)].begin(), readers[idx(s)].end());
+        c.options.push_back({Kind::save, 0.0, {{d, last, b}}});
+        // Offloaded: the stack is in host memory; each scan streams a slice through two buffers.
+        c.options.push_back({Kind::offload, offload_seconds, {{d, d, 2 * slice}, {last, last, 2 * slice}}});
+        // Recomputed: a slice in the backward body while it runs.
+        if (!gr.stacked) {
+          const double recompute_seconds = static_cast<double>(length) *
+              chain_seconds(body, gr, twins_, clone_is_candidate_body[static_cast<size_t>(gr.pair)], rates_);
+          c.options.push_back({Kind::recompute, recompute_seconds, {{last, last, slice}}});
+        }
+        for (int q = d; q <= last; ++q) prob.base[static_cast<size_t>(q)] -= b;
+      }
+      problem_group_.push_back(g);
+      prob.candidates.push_back(std::move(c));
+    }
+    return prob;
+  }
+
+  // Per group, from a solution of problem() (groups it left out are saved).
+  std::vector<Kind> choices(const AutoProblem& prob, const std::vector<int>& choice) const {
+    std::vector<Kind> out(groups_.size(), Kind::save);
+    for (size_t c = 0; c < prob.candidates.size(); ++c)
+      out[problem_group_[c]] = prob.candidates[c].options[static_cast<size_t>(choice[c])].kind;
+    return out;
+  }
+
+ private:
+  const ir::Program& p0_;
+  const CompileOptions& options_;
+  const PlanTail& tail_;
+  Twins twins_;
+  StepRates rates_;
+  std::vector<Group> groups_;
+  mutable std::vector<size_t> problem_group_;  // per problem candidate: its group
+};
+
+}  // namespace
+
+bool plan_automatic(ir::Program& program, const CompileOptions& options, const PlanTail& tail, AutoPlanReport* report) {
+  if (!has_automatic(program) && !(options.fit_to_limit && options.device_memory_limit > 0)) return false;
+  Planner planner(program, options, tail);
+  if (planner.empty()) return false;
+  AutoPlanReport local;
+  AutoPlanReport& r = report ? *report : local;
+  r.candidates = static_cast<int>(planner.num_groups());
+  const int64_t limit = options.device_memory_limit;
+  auto finish = [&](const Planned& chosen, const std::vector<Kind>& kinds) {
+    r.peak = chosen.peak;
+    r.saved = r.offloaded = r.recomputed = 0;
+    for (Kind k : kinds) (k == Kind::save ? r.saved : k == Kind::offload ? r.offloaded : r.recomputed) += 1;
+    program = *chosen.before_tail;
+    return true;
+  };
+
+  std::vector<Kind> all_saved(planner.num_groups(), Kind::save);
+  Planned saved = planner.plan(all_saved);
+  r.attempts = 1;
+  if (limit <= 0 || saved.peak <= limit) return finish(saved, all_saved);
+
+  AutoProblem prob = planner.problem(saved);
+  r.problem = prob;
+  Planned smallest = saved;
+  std::vector<Kind> smallest_kinds = all_saved;
+  int64_t model_limit = limit;
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    prob.limit = model_limit;
+    AutoSolution sol = solve_greedy(prob);
+    std::vector<Kind> kinds = planner.choices(prob, sol.choice);
+    Planned planned = planner.plan(kinds);
+    r.attempts += 1;
+    if (planned.peak <= limit) {
+      r.choice = sol.choice;
+      return finish(planned, kinds);
+    }
+    if (planned.peak < smallest.peak) {
+      smallest = planned;
+      smallest_kinds = kinds;
+    }
+    if (!sol.fits) break;  // the model has no smaller choice to offer
+    model_limit -= planned.peak - limit;
+  }
+  // The smallest choice the model knows: per candidate the option with the fewest bytes at its peak.
+  std::vector<int> least(prob.candidates.size(), 0);
+  for (size_t c = 0; c < prob.candidates.size(); ++c) {
+    int64_t best = -1;
+    for (size_t o = 0; o < prob.candidates[c].options.size(); ++o) {
+      int64_t most = 0;
+      for (const AutoInterval& iv : prob.candidates[c].options[o].live) most = std::max(most, iv.bytes);
+      if (best < 0 || most < best) {
+        best = most;
+        least[c] = static_cast<int>(o);
+      }
+    }
+  }
+  std::vector<Kind> kinds = planner.choices(prob, least);
+  Planned planned = planner.plan(kinds);
+  r.attempts += 1;
+  if (planned.peak <= limit) {
+    r.choice = least;
+    return finish(planned, kinds);
+  }
+  if (planned.peak < smallest.peak) smallest = planned;
+  try {
+    check_device_limit(*smallest.program, *smallest.plan, limit);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::resource_exhausted,
+                fmt::format("the automatic planner found no plan under the limit (it tried {} plans of {} candidate "
+                            "values; the smallest): {}", r.attempts, r.candidates, e.message()));
+  }
+  throw Error(ErrorCode::internal, "automatic planner: the smallest plan fits but was not chosen");
+}
+
+}  // namespace ferry::compiler

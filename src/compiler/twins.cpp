@@ -1,0 +1,354 @@
+#include "compiler/twins.h"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <unordered_map>
+
+#include "compiler/dce.h"
+#include "compiler/prune_scans.h"
+#include "ferry/error.h"
+#include "ir/params_text.h"
+
+namespace ferry::compiler {
+namespace {
+
+using ir::ValueId;
+
+size_t idx(ValueId v) { return static_cast<size_t>(v); }
+
+std::string key(const ir::Equation& eq, const std::vector<ValueId>& inputs) {
+  std::string k = fmt::format("{}|{}|{}|", static_cast<int>(eq.prim), ir::params_to_string(eq.params), eq.name);
+  for (ValueId v : inputs) k += fmt::format("{},", v);
+  return k;
+}
+
+// Matches the automatic equations of `bp` with equations of `fp`. `canon` maps bp's values to the
+// fp values they equal (-1: none); at the top level (fp == bp) every value is itself.
+void match(const ir::Program& fp, const ir::Program& bp, std::vector<ValueId> canon, int pair, Twins& out) {
+  const bool same = &fp == &bp;
+  std::unordered_map<std::string, size_t> table;
+  for (size_t e = 0; e < fp.equations.size(); ++e) {
+    const ir::Equation& eq = fp.equations[e];
+    if (eq.rematerialized || !eq.subprograms.empty() || eq.outputs.empty()) continue;
+    table.emplace(key(eq, eq.inputs), e);
+  }
+  std::vector<char> clone_value(bp.values.size(), 0);
+  const size_t first = out.twins.size();
+  for (size_t e = 0; e < bp.equations.size(); ++e) {
+    const ir::Equation& eq = bp.equations[e];
+    if (!eq.automatic || !eq.subprograms.empty()) continue;
+    for (ValueId v : eq.outputs) clone_value[idx(v)] = 1;
+    std::vector<ValueId> in;
+    bool known = true;
+    for (ValueId v : eq.inputs) {
+      known = known && canon[idx(v)] >= 0;
+      in.push_back(canon[idx(v)]);
+    }
+    if (!known) continue;
+    auto it = table.find(key(eq, in));
+    if (it == table.end() || (same && it->second >= e)) continue;
+    const ir::Equation& f = fp.equations[it->second];
+    if (f.outputs.size() != eq.outputs.size()) continue;
+    for (size_t i = 0; i < eq.outputs.size(); ++i) {
+      canon[idx(eq.outputs[i])] = f.outputs[i];
+      out.twins.push_back({pair, eq.outputs[i], f.outputs[i], e, it->second, false});
+    }
+  }
+  // Candidates: read by something that is not a recomputation with a twin (backward work, or work
+  // the backward pass does on forward values that the forward pass never did, such as 1 - tanh^2),
+  // or returned.
+  std::vector<char> twin_eq(bp.equations.size(), 0);
+  for (size_t t = first; t < out.twins.size(); ++t) twin_eq[out.twins[t].clone_eq] = 1;
+  std::vector<char> needed(bp.values.size(), 0);
+  for (size_t e = 0; e < bp.equations.size(); ++e)
+    if (!twin_eq[e])
+      for (ValueId v : bp.equations[e].inputs) needed[idx(v)] = 1;
+  for (ValueId v : bp.outputs) needed[idx(v)] = 1;
+  for (size_t t = first; t < out.twins.size(); ++t) out.twins[t].candidate = needed[idx(out.twins[t].clone)] != 0;
+}
+
+bool has_remat(const ir::Program& p) {
+  for (const ir::Equation& eq : p.equations)
+    if (eq.rematerialized || (!eq.subprograms.empty() && has_remat(*eq.subprograms[0]))) return true;
+  return false;
+}
+
+}  // namespace
+
+bool has_automatic(const ir::Program& p) {
+  for (const ir::Equation& eq : p.equations) {
+    if (eq.automatic) return true;
+    for (const auto& body : eq.subprograms)
+      if (body && has_automatic(*body)) return true;
+  }
+  return false;
+}
+
+Twins find_twins(const ir::Program& p, bool fit_to_limit) {
+  Twins out;
+  std::vector<ValueId> identity(p.values.size());
+  for (size_t v = 0; v < identity.size(); ++v) identity[v] = static_cast<ValueId>(v);
+  match(p, p, identity, -1, out);
+
+  std::vector<int> producer(p.values.size(), -1);
+  for (size_t e = 0; e < p.equations.size(); ++e)
+    for (ValueId v : p.equations[e].outputs) producer[idx(v)] = static_cast<int>(e);
+  for (size_t b = 0; b < p.equations.size(); ++b) {
+    const ir::Equation& sb = p.equations[b];
+    if (sb.prim != Primitive::scan) continue;
+    const bool automatic = has_automatic(*sb.subprograms.at(0));
+    const bool stacked_residuals = automatic || (fit_to_limit && !has_remat(*sb.subprograms[0]));
+    if (!stacked_residuals) continue;
+    const auto& pb = std::get<ir::ScanParams>(sb.params);
+    const ir::Program& B = *sb.subprograms[0];
+    const size_t ncb = static_cast<size_t>(pb.num_carry), nxb = static_cast<size_t>(pb.num_xs);
+    // The forward scan: it stacked one of this scan's xs, and runs the other way.
+    int f = -1;
+    for (size_t j = ncb; j < ncb + nxb && f < 0; ++j) {
+      int q = producer[idx(sb.inputs[j])];
+      if (q < 0 || p.equations[static_cast<size_t>(q)].prim != Primitive::scan) continue;
+      const auto& pf = std::get<ir::ScanParams>(p.equations[static_cast<size_t>(q)].params);
+      if (pf.length == pb.length && pf.reverse != pb.reverse) f = q;
+    }
+    if (f < 0) continue;
+    const ir::Equation& sf = p.equations[static_cast<size_t>(f)];
+    const auto& pf = std::get<ir::ScanParams>(sf.params);
+    const ir::Program& F = *sf.subprograms.at(0);
+    const size_t ncf = static_cast<size_t>(pf.num_carry), nxf = static_cast<size_t>(pf.num_xs);
+    std::vector<ValueId> canon(B.values.size(), -1);
+    for (size_t j = ncb; j < sb.inputs.size(); ++j) {
+      ValueId o = sb.inputs[j];
+      ValueId mapped = -1;
+      if (j < ncb + nxb) {
+        for (size_t k = ncf; k < sf.outputs.size() && mapped < 0; ++k)
+          if (sf.outputs[k] == o) mapped = F.outputs[k];
+        for (size_t m = ncf; m < ncf + nxf && mapped < 0; ++m)
+          if (sf.inputs[m] == o) mapped = F.inputs[m];
+      } else {
+        for (size_t c = ncf + nxf; c < sf.inputs.size() && mapped < 0; ++c)
+          if (sf.inputs[c] == o) mapped = F.inputs[c];
+      }
+      canon[idx(B.inputs[j])] = mapped;
+    }
+    out.pairs.push_back({static_cast<size_t>(f), b});
+    const int pair = static_cast<int>(out.pairs.size() - 1);
+    match(F, B, std::move(canon), pair, out);
+    if (!stacked_residuals) continue;
+    // Stacked residuals: device results of the forward scan that only this scan reads, as xs.
+    std::vector<int> uses(p.values.size(), 0);
+    for (const ir::Equation& eq : p.equations)
+      for (ValueId v : eq.inputs) ++uses[idx(v)];
+    for (ValueId v : p.outputs) uses[idx(v)] += 1000;  // returned: not a residual
+    for (size_t k = ncf; k < sf.outputs.size(); ++k) {
+      ValueId s = sf.outputs[k];
+      if (p.type(s).kind != MemoryKind::device) continue;
+      int as_xs = 0;
+      for (size_t j = ncb; j < ncb + nxb; ++j) as_xs += sb.inputs[j] == s;
+      if (as_xs == 0 || as_xs != uses[idx(s)]) continue;
+      Twin t;
+      t.pair = pair;
+      t.original = F.outputs[k];
+      t.candidate = true;
+      t.stacked = static_cast<int>(k);
+      out.twins.push_back(t);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Follows renames to the value that stands for v.
+ValueId resolve(const std::vector<ValueId>& ren, ValueId v) {
+  while (ren[idx(v)] >= 0 && ren[idx(v)] != v) v = ren[idx(v)];
+  return v;
+}
+
+ir::Equation device_put(ValueId in, ValueId out, MemoryKind dst, bool fetch) {
+  ir::Equation e;
+  e.prim = Primitive::device_put;
+  e.params = ir::DevicePutParams{dst};
+  e.inputs = {in};
+  e.outputs = {out};
+  e.rematerialized = fetch;  // a fetch belongs to the backward pass, just before its reader
+  return e;
+}
+
+constexpr size_t kBeforeAll = static_cast<size_t>(-1);
+
+// The index of the equation that defines v in p, or kBeforeAll for an input.
+size_t producer_in(const ir::Program& p, ValueId v) {
+  for (size_t e = 0; e < p.equations.size(); ++e)
+    for (ValueId o : p.equations[e].outputs)
+      if (o == v) return e;
+  return kBeforeAll;
+}
+
+// The forward/backward rewrite inside one program (the top level), or across one scan pair.
+struct RegionEdit {
+  // In the forward program: after equation i, offload these values (value, host value).
+  std::unordered_map<size_t, std::vector<std::pair<ValueId, ValueId>>> offload_after;
+  // In the backward program: before equation i, fetch (host value -> device value).
+  std::unordered_map<size_t, std::vector<std::pair<ValueId, ValueId>>> fetch_before;
+  std::vector<ValueId> ren;  // backward program: clone -> what replaces it
+};
+
+void rebuild(ir::Program& p, const RegionEdit* fwd, const RegionEdit* bwd) {
+  std::vector<ir::Equation> eqs;
+  eqs.reserve(p.equations.size());
+  if (fwd) {  // offloads of inputs
+    auto it = fwd->offload_after.find(kBeforeAll);
+    if (it != fwd->offload_after.end())
+      for (auto [dev, host] : it->second) eqs.push_back(device_put(dev, host, p.type(host).kind, false));
+  }
+  for (size_t e = 0; e < p.equations.size(); ++e) {
+    if (bwd) {
+      auto it = bwd->fetch_before.find(e);
+      if (it != bwd->fetch_before.end())
+        for (auto [host, dev] : it->second) eqs.push_back(device_put(host, dev, p.type(dev).kind, true));
+    }
+
+    ir::Equation eq = std::move(p.equations[e]);
+    if (bwd)
+      for (ValueId& v : eq.inputs) v = resolve(bwd->ren, v);
+    eqs.push_back(std::move(eq));
+    if (fwd) {
+      auto it = fwd->offload_after.find(e);
+      if (it != fwd->offload_after.end())
+        for (auto [dev, host] : it->second) eqs.push_back(device_put(dev, host, p.type(host).kind, false));
+    }
+  }
+  if (bwd)  // fetches for an empty program
+    for (const auto& [e, fetches] : bwd->fetch_before)
+      if (e >= p.equations.size())
+        for (auto [host, dev] : fetches) eqs.push_back(device_put(host, dev, p.type(dev).kind, true));
+  p.equations = std::move(eqs);
+  if (bwd)
+    for (ValueId& v : p.outputs) v = resolve(bwd->ren, v);
+}
+
+}  // namespace
+
+std::shared_ptr<ir::Program> apply_twin_choices(const ir::Program& program, const Twins& twins,
+                                                const std::vector<TwinChoice>& choices, MemoryKind host,
+                                                std::vector<ValueId>* stacked_of) {
+  if (choices.size() != twins.twins.size()) throw Error(ErrorCode::internal, "apply_twin_choices: a choice per twin");
+  if (stacked_of) stacked_of->assign(twins.twins.size(), -1);
+  auto out = std::make_shared<ir::Program>(program);
+  ir::Program& p = *out;
+
+  // Top level.
+  RegionEdit top;
+  top.ren.assign(p.values.size(), -1);
+  std::unordered_map<ValueId, ValueId> offloaded;  // forward value -> its host copy
+  for (size_t t = 0; t < twins.twins.size(); ++t) {
+    const Twin& tw = twins.twins[t];
+    if (tw.pair >= 0 || !tw.candidate || choices[t] == TwinChoice::recompute) continue;
+    if (choices[t] == TwinChoice::save) {
+      top.ren[idx(tw.clone)] = tw.original;
+      continue;
+    }
+    auto [it, fresh] = offloaded.emplace(tw.original, -1);
+    if (fresh) {
+      ir::Type t_host = p.type(tw.original);
+      t_host.kind = host;
+      it->second = p.add_value(t_host);
+      top.offload_after[tw.original_eq].emplace_back(tw.original, it->second);
+    }
+    ValueId back = p.add_value(p.type(tw.original));
+    top.ren.resize(p.values.size(), -1);
+    top.fetch_before[tw.clone_eq].emplace_back(it->second, back);
+    top.ren[idx(tw.clone)] = back;
+  }
+  top.ren.resize(p.values.size(), -1);
+
+  // Scan pairs: a saved or offloaded value becomes a new stacked result of the forward scan and a
+  // new xs operand of the backward one.
+  for (size_t pi = 0; pi < twins.pairs.size(); ++pi) {
+    const ScanPair& sp = twins.pairs[pi];
+    ir::Equation& sf = p.equations[sp.forward];
+    ir::Equation& sb = p.equations[sp.backward];
+    auto F = std::make_shared<ir::Program>(*sf.subprograms[0]);
+    auto B = std::make_shared<ir::Program>(*sb.subprograms[0]);
+    auto& pb = std::get<ir::ScanParams>(sb.params);
+    const int64_t length = pb.length;
+    RegionEdit fe, be;
+    be.ren.assign(B->values.size(), -1);
+    std::unordered_map<ValueId, std::pair<ValueId, ValueId>> slice_of[2];  // per choice: F value -> (B input, stacked)
+    for (size_t t = 0; t < twins.twins.size(); ++t) {
+      const Twin& tw = twins.twins[t];
+      if (tw.pair != static_cast<int>(pi) || !tw.candidate || choices[t] == TwinChoice::recompute) continue;
+      const bool off = choices[t] == TwinChoice::offload;
+      if (tw.stacked >= 0) {
+        if (stacked_of) (*stacked_of)[t] = sf.outputs[static_cast<size_t>(tw.stacked)];
+        if (!off) continue;
+        // The stack moves to host memory: the forward body copies each step's slice out, the
+        // backward body fetches it back before it reads it.
+        const size_t k = static_cast<size_t>(tw.stacked);
+        ValueId s = sf.outputs[k];
+        ir::Type th = F->type(F->outputs[k]);
+        th.kind = host;
+        ValueId h = F->add_value(th);
+        fe.offload_after[producer_in(*F, F->outputs[k])].emplace_back(F->outputs[k], h);
+        F->outputs[k] = h;
+        p.values[idx(s)].kind = host;
+        for (size_t j = 0; j < sb.inputs.size(); ++j) {
+          if (sb.inputs[j] != s) continue;
+          ValueId in = B->inputs[j];
+          ValueId dev = B->add_value(B->type(in));
+          B->values[idx(in)].kind = host;
+          be.fetch_before[0].emplace_back(in, dev);
+          be.ren.resize(B->values.size(), -1);
+          be.ren[idx(in)] = dev;
+        }
+        if (stacked_of) (*stacked_of)[t] = s;
+        continue;
+      }
+      auto [it, fresh] = slice_of[off].emplace(tw.original, std::pair<ValueId, ValueId>{-1, -1});
+      if (fresh) {
+        ValueId stacked_in_body = tw.original;
+        if (off) {
+          ir::Type th = F->type(tw.original);
+          th.kind = host;
+          stacked_in_body = F->add_value(th);
+          fe.offload_after[tw.original_eq].emplace_back(tw.original, stacked_in_body);
+        }
+        ir::Type slice = F->type(stacked_in_body);
+        ir::Type stacked = slice;
+        stacked.shape.insert(stacked.shape.begin(), length);
+        F->outputs.push_back(stacked_in_body);
+        ValueId s = p.add_value(stacked);
+        sf.outputs.push_back(s);
+        ValueId x = B->add_value(slice);
+        const size_t at = static_cast<size_t>(pb.num_carry + pb.num_xs);
+        B->inputs.insert(B->inputs.begin() + static_cast<std::ptrdiff_t>(at), x);
+        sb.inputs.insert(sb.inputs.begin() + static_cast<std::ptrdiff_t>(at), s);
+        pb.num_xs += 1;
+        it->second = {x, s};
+      }
+      if (stacked_of) (*stacked_of)[t] = it->second.second;
+      ValueId replacement = it->second.first;
+      if (off) {
+        replacement = B->add_value(F->type(tw.original));
+        be.fetch_before[tw.clone_eq].emplace_back(it->second.first, replacement);
+      }
+      be.ren.resize(B->values.size(), -1);
+      be.ren[idx(tw.clone)] = replacement;
+    }
+    be.ren.resize(B->values.size(), -1);
+    rebuild(*F, &fe, nullptr);
+    rebuild(*B, nullptr, &be);
+    eliminate_dead_code(*B);
+    sf.subprograms[0] = F;
+    sb.subprograms[0] = B;
+  }
+
+  top.ren.resize(p.values.size(), -1);  // stacked values were added
+  rebuild(p, &top, &top);
+  eliminate_dead_code(p);
+  prune_scans(p);
+  return out;
+}
+
+}  // namespace ferry::compiler

@@ -1,0 +1,97 @@
+// The automatic planner on random programs: every checkpoint of a random program (tests/property)
+// under policies::automatic, compiled with a device limit drawn between the peak with everything
+// recomputed (every checkpoint nothing_saveable) and the peak with everything saved (automatic
+// without a limit). The plan must fit, its measured high-water marks must equal the planned peaks,
+// and its gradients must equal those of the same program without checkpoints.
+// FERRY_AUTO_PROGRAMS=N checks N programs (default 500), FERRY_AUTO_FIRST_SEED=S starts at seed S.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+#include "ferry/ferry.h"
+#include "property/properties.h"
+#include "property/random_program.h"
+#include "support/gradient_check.h"
+#include "support/memory_check.h"
+
+namespace fy = ferry;
+namespace pr = ferry::property;
+
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+auto grad_program(const pr::RandomProgram& p, bool checkpoints) {
+  return fy::jit([&p, checkpoints](std::vector<fy::Tensor> xs) {
+    return fy::grad([&p, checkpoints](const std::vector<fy::Tensor>& ys) { return pr::emit_loss(p, ys, checkpoints); })(xs);
+  }, "random_grad");
+}
+
+// "" when each gradient is within tolerance of the one wanted (relative to the largest entry of
+// its argument, at least 1: recomputation may reorder sums of cotangents).
+std::string gradient_difference(const std::vector<fy::Array>& got, const std::vector<fy::Array>& want) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    std::vector<double> g = got.at(i).to_vector<double>(), w = want[i].to_vector<double>();
+    double scale = 1;
+    for (double x : w) scale = std::isfinite(x) ? std::max(scale, std::abs(x)) : scale;
+    for (size_t j = 0; j < w.size(); ++j) {
+      if (std::isnan(g[j]) && std::isnan(w[j])) continue;
+      if (g[j] == w[j] || std::abs(g[j] - w[j]) <= pr::kGradientTolerance * scale) continue;
+      return "argument " + std::to_string(i) + " element " + std::to_string(j) + ": " + std::to_string(g[j]) +
+             " automatic, " + std::to_string(w[j]) + " without checkpoints";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST(AutomaticPlanner, RandomProgramsFitBetweenAllRecomputedAndAllSavedWithTheSameGradients) {
+  const int programs = env_int("FERRY_AUTO_PROGRAMS", 500);
+  uint32_t seed = static_cast<uint32_t>(env_int("FERRY_AUTO_FIRST_SEED", 1));
+  int checked = 0, decided = 0, offloading = 0, recomputing = 0, failures = 0;
+  std::mt19937 rng(12345);
+  for (; checked < programs && failures < 3; ++seed) {
+    pr::RandomProgram base = pr::generate_program(seed, 4 + static_cast<int>(seed % 14));
+    if (!pr::has_checkpoint(base.main)) continue;
+    pr::RandomProgram automatic = pr::with_policy(base, pr::PolicySpec::automatic);
+    pr::RandomProgram nothing = pr::with_policy(base, pr::PolicySpec::nothing);
+    std::vector<fy::Array> args = fy::testing::random_f64(base.arguments, seed);
+    ++checked;
+    SCOPED_TRACE("seed " + std::to_string(seed) + " (FERRY_AUTO_FIRST_SEED=" + std::to_string(seed) +
+                 " FERRY_AUTO_PROGRAMS=1)");
+    try {
+      fy::Lowered lowered = grad_program(automatic, true).lower(args);
+      int64_t saved = lowered.compile().memory_analysis().peak_memory_in_bytes;
+      int64_t recomputed = grad_program(nothing, true).lower(args).compile().memory_analysis().peak_memory_in_bytes;
+      std::vector<fy::Array> want = grad_program(base, false).lower(args).compile().run(args);
+      int64_t lo = std::min(saved, recomputed), hi = std::max(saved, recomputed);
+      int64_t limit = lo + static_cast<int64_t>(std::uniform_real_distribution<double>(0, 1)(rng) * static_cast<double>(hi - lo));
+      decided += limit < saved;
+      fy::Compiled c = lowered.compile({.device_memory_limit = limit, .checked = true});
+      EXPECT_LE(c.memory_analysis().peak_memory_in_bytes, limit) << c.memory_report();
+      std::vector<fy::Array> got = c.run(args);
+      std::string mismatch = fy::testing::high_water_mismatch(c);
+      EXPECT_EQ(mismatch, "");
+      std::string diff = gradient_difference(got, want);
+      EXPECT_EQ(diff, "") << c.as_text();
+      offloading += c.memory_analysis().host_temp_size_in_bytes > 0;
+      recomputing += c.cost_analysis().recompute_flops > 0;
+      failures += !mismatch.empty() || !diff.empty();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << e.what();
+      ++failures;
+    }
+  }
+  std::printf("automatic: %d programs with checkpoints, %d with a limit below the all-saved peak; %d plans offload, "
+              "%d recompute\n", checked, decided, offloading, recomputing);
+  if (programs >= 100) {
+    EXPECT_GT(decided, checked / 3) << "most limits should force a choice";
+    EXPECT_GT(offloading, 0);
+  }
+}
