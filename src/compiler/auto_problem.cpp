@@ -156,6 +156,10 @@ AutoSolution solve_greedy(const AutoProblem& problem) {
   // there, counting no more bytes than the peak is over the limit (ties: the most bytes). Counting
   // them all would prefer a large change with few seconds per byte to a small one that is enough
   // for fewer seconds.
+  // A candidate never goes back to an option it left: options that hold their bytes at different
+  // positions could otherwise trade the peak back and forth forever when no choice fits.
+  std::vector<std::vector<char>> left(nc);
+  for (size_t c = 0; c < nc; ++c) left[c].assign(problem.candidates[c].options.size(), 0);
   for (;;) {
     int p = peak_position(live);
     if (p < 0 || live[static_cast<size_t>(p)] <= problem.limit) break;
@@ -171,7 +175,7 @@ AutoSolution solve_greedy(const AutoProblem& problem) {
       if (here <= 0) continue;
       for (size_t o = 0; o < opts.size(); ++o) {
         int64_t removed = here - bytes_at(opts[o], p);
-        if (removed <= 0) continue;
+        if (removed <= 0 || left[c][o]) continue;
         double ratio = std::max(0.0, opts[o].seconds - cur.seconds) / static_cast<double>(std::min(removed, excess));
         if (ratio < best_ratio || (ratio == best_ratio && removed > best_bytes)) {
           best_ratio = ratio;
@@ -183,6 +187,7 @@ AutoSolution solve_greedy(const AutoProblem& problem) {
     }
     if (best_c == nc) break;  // nothing lowers this position: no choice fits
     add(live, problem.candidates[best_c].options[static_cast<size_t>(choice[best_c])], -1);
+    left[best_c][static_cast<size_t>(choice[best_c])] = 1;
     choice[best_c] = best_o;
     add(live, problem.candidates[best_c].options[static_cast<size_t>(best_o)], 1);
   }

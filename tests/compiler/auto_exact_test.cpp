@@ -151,6 +151,19 @@ TEST(AutoExact, BeatsTheGreedySolverOnAKnapsack) {
   EXPECT_EQ(e.peak, 12);
 }
 
+TEST(AutoExact, GreedyEndsWhenOptionsTradeThePeakAndNothingFits) {
+  // Held at position 0 or at position 1, 11 bytes either way, limit 10: no choice fits. The
+  // greedy solver used to move the value back and forth between the two positions forever.
+  AutoProblem p;
+  p.base = {0, 0};
+  p.candidates = {AutoCandidate{"", {option(Kind::save, 0, {{0, 0, 11}}), option(Kind::recompute, 1, {{1, 1, 11}})}}};
+  p.limit = 10;
+  EXPECT_EQ(solve_exact(p, kTimeLimit).status, ExactSolution::Status::infeasible);
+  AutoSolution g = solve_greedy(p);
+  EXPECT_FALSE(g.fits);
+  EXPECT_EQ(g.peak, 11);
+}
+
 TEST(AutoExact, AByteOverTheLimitAtGigabytesIsOverTheLimit) {
   // Tens of GiB, seconds of microseconds: saving both is one byte over the limit, which CBC's
   // tolerances alone would let through on rows of this size. The answer must fit exactly.
