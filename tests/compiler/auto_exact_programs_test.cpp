@@ -5,7 +5,7 @@
 // all-saved plan's schedule (AutoPlanReport::problem), taken by running the pipeline's passes up to
 // the planner exactly as compile runs them.
 // FERRY_AUTO_EXACT_PROGRAMS=N poses N problems (default 150, about a minute), FERRY_AUTO_EXACT_FIRST_SEED=S starts
-// at seed S.
+// at seed S (the limit depends on the seed alone), FERRY_AUTO_EXACT_TRACE=1 prints each seed as it starts.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -81,7 +81,6 @@ double quantile(const std::vector<double>& sorted, double q) {
 TEST(AutoExactPrograms, GreedyAgainstExactOnTheProblemsRandomProgramsPose) {
   const int wanted = env_int("FERRY_AUTO_EXACT_PROGRAMS", 150);
   uint32_t seed = static_cast<uint32_t>(env_int("FERRY_AUTO_EXACT_FIRST_SEED", 1));
-  std::mt19937 rng(12345);
   std::vector<double> ratios;
   std::vector<uint32_t> gave_up_seeds, infeasible_seeds;
   int posed_count = 0, greedy_worse = 0, programs = 0, candidates_max = 0;
@@ -96,10 +95,12 @@ TEST(AutoExactPrograms, GreedyAgainstExactOnTheProblemsRandomProgramsPose) {
     std::vector<Array> args = testing::random_f64(base.arguments, seed);
     SCOPED_TRACE("seed " + std::to_string(seed) + " (FERRY_AUTO_EXACT_FIRST_SEED=" + std::to_string(seed) +
                  " FERRY_AUTO_EXACT_PROGRAMS=1)");
+    if (std::getenv("FERRY_AUTO_EXACT_TRACE")) std::fprintf(stderr, "seed %u\n", seed);
     Lowered lowered = grad_program(automatic).lower(args);
     int64_t saved = lowered.compile().memory_analysis().peak_memory_in_bytes;
     int64_t recomputed = grad_program(nothing).lower(args).compile().memory_analysis().peak_memory_in_bytes;
     int64_t lo = std::min(saved, recomputed), hi = std::max(saved, recomputed);
+    std::mt19937 rng(seed);  // the limit depends on the seed alone: one seed reruns alone
     int64_t limit = lo + static_cast<int64_t>(std::uniform_real_distribution<double>(0, 1)(rng) * static_cast<double>(hi - lo));
     Posed posed = posed_problem(lowered, {.device_memory_limit = limit});
     const AutoProblem& p = posed.problem;
@@ -129,7 +130,16 @@ TEST(AutoExactPrograms, GreedyAgainstExactOnTheProblemsRandomProgramsPose) {
     }
     ratios.push_back(ratio);
   }
-  ASSERT_FALSE(ratios.empty());
+  auto first_seeds = [](const std::vector<uint32_t>& seeds) {
+    std::string out;
+    for (size_t i = 0; i < std::min<size_t>(seeds.size(), 8); ++i) out += " " + std::to_string(seeds[i]);
+    return out;
+  };
+  if (wanted >= 100) ASSERT_GE(ratios.size(), static_cast<size_t>(wanted / 4)) << "too few problems with a fitting choice";
+  if (ratios.empty()) {
+    std::printf("no posed problem had a fitting choice (seeds%s)\n", first_seeds(infeasible_seeds).c_str());
+    return;
+  }
   std::sort(ratios.begin(), ratios.end());
   double within = 1.0 - static_cast<double>(greedy_worse) / static_cast<double>(ratios.size());
   std::printf("greedy/exact seconds on %zu problems posed by %d random programs with checkpoints (%d posed, up to %d "
@@ -137,11 +147,6 @@ TEST(AutoExactPrograms, GreedyAgainstExactOnTheProblemsRandomProgramsPose) {
               "max %.4f (seed %u); within 2%%: %.1f%%\n",
               ratios.size(), programs, posed_count, candidates_max, static_cast<int>(gave_up_seeds.size()), quantile(ratios, 0.5), quantile(ratios, 0.9),
               quantile(ratios, 0.95), quantile(ratios, 0.99), worst, worst_seed, 100 * within);
-  auto first_seeds = [](const std::vector<uint32_t>& seeds) {
-    std::string out;
-    for (size_t i = 0; i < std::min<size_t>(seeds.size(), 8); ++i) out += " " + std::to_string(seeds[i]);
-    return out;
-  };
   std::printf("  no choice fits the posed schedule: %zu (seeds%s)\n  the planner found no plan under the limit: %zu "
               "(seeds%s)\n",
               infeasible_seeds.size(), first_seeds(infeasible_seeds).c_str(), gave_up_seeds.size(),
