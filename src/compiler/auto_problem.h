@@ -54,8 +54,10 @@ AutoSolution evaluate(const AutoProblem& problem, const std::vector<int>& choice
 
 // The compiler's solver: starts from the fastest option of every candidate and, while the peak is
 // over the limit, changes the candidate whose next option lowers the bytes at the peak position
-// for the fewest seconds per byte; then gives back, cheapest first, changes the limit allows to
-// undo. Fits whenever the smallest option of every candidate fits.
+// for the fewest seconds per byte (counting no more bytes than the peak is over); then gives back,
+// the largest saving first, changes the limit allows to undo; then tries exchanges (one candidate takes a slower option that frees bytes at the peak and
+// the room goes back to others) while they lower the total, within a bounded amount of work. Fits
+// whenever the smallest option of every candidate fits.
 AutoSolution solve_greedy(const AutoProblem& problem);
 
 }  // namespace ferry::compiler
