@@ -5,6 +5,8 @@
 #include "ferry/array.h"
 #include "ferry/autodiff.h"
 #include "ferry/checkpoint.h"
+#include "ferry/control_flow.h"
+#include "ferry/custom_vjp.h"
 #include "ferry/error.h"
 #include "ferry/gather.h"
 #include "ferry/jit.h"

@@ -9,6 +9,7 @@
 #include "compiler/memory_analysis.h"
 #include "compiler/memory_plan.h"
 #include "compiler/pipeline.h"
+#include "transforms/lower_calls.h"
 #include "ferry/error.h"
 #include "ferry/jit.h"
 #include "ir/parser.h"
@@ -92,7 +93,7 @@ void check_options(const CompileOptions& options) {
 
 Compiled Lowered::compile(const CompileOptions& options) const {
   check_options(options);
-  auto program = compiler::run_pipeline(*impl_->program, options);
+  auto program = compiler::run_pipeline(*transforms::lower_calls(impl_->program), options);
   compiler::PlanOptions plan_options;
   plan_options.workspace = runtime::workspace_sizes(options.backend);
   plan_options.donated = impl_->donated;
