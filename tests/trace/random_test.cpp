@@ -125,3 +125,21 @@ TEST(Random, BadKeysAndArgumentsAreInvalidArgument) {
 }
 
 }  // namespace
+
+namespace {
+
+// The known-answer vectors of Threefry-2x32 with 20 rounds (Random123's kat_vectors).
+TEST(Random, ThreefryKnownAnswers) {
+  auto out = fy::testing::run_once([](fy::Tensor k0, fy::Tensor k1, fy::Tensor x0, fy::Tensor x1) {
+    auto [y0, y1] = fy::random::threefry2x32(k0, k1, x0, x1);
+    return std::vector<fy::Tensor>{y0, y1};
+  }, fy::Array::from(std::vector<int32_t>{0, -1, static_cast<int32_t>(0x13198a2eu)}, {3}),
+     fy::Array::from(std::vector<int32_t>{0, -1, static_cast<int32_t>(0x03707344u)}, {3}),
+     fy::Array::from(std::vector<int32_t>{0, -1, static_cast<int32_t>(0x243f6a88u)}, {3}),
+     fy::Array::from(std::vector<int32_t>{0, -1, static_cast<int32_t>(0x85a308d3u)}, {3}));
+  auto u = [](uint32_t v) { return static_cast<int32_t>(v); };
+  EXPECT_EQ(out[0].to_vector<int32_t>(), (std::vector<int32_t>{u(0x6b200159u), u(0x1cb996fcu), u(0xc4923a9cu)}));
+  EXPECT_EQ(out[1].to_vector<int32_t>(), (std::vector<int32_t>{u(0x99ba4efeu), u(0xbb002be7u), u(0x483df7a0u)}));
+}
+
+}  // namespace

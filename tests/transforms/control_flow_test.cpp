@@ -249,3 +249,26 @@ TEST(WhileLoop, DifferentiatingIsUnimplemented) {
 }
 
 }  // namespace
+
+namespace {
+
+// The IR text of programs with custom_vjp, cond and while_loop round-trips, and the parsed program
+// compiles and computes what the traced one does.
+TEST(ControlFlowText, RoundTripsAndRunsFromText) {
+  auto f = fy::jit([](fy::Tensor x) {
+    fy::Tensor a = clipped_sin(x);
+    fy::Tensor b = fy::cond(fy::sum(x) > 0.0, [](fy::Tensor v) { return v * 2.0; }, [](fy::Tensor v) { return -v; }, a);
+    return fy::while_loop([](fy::Tensor c) { return fy::sum(c) < 50.0; }, [](fy::Tensor c) { return c + 1.0; }, b);
+  });
+  fy::Lowered lowered = f.lower(fy::ShapeDtype{{3}, fy::DType::f64});
+  std::string text = lowered.as_text();
+  EXPECT_THAT(text, HasSubstr("custom_vjp"));
+  EXPECT_THAT(text, HasSubstr("cond"));
+  EXPECT_THAT(text, HasSubstr("while_loop"));
+  fy::Lowered parsed = fy::parse_program(text);
+  EXPECT_EQ(parsed.as_text(), text);
+  fy::Array x = fy::Array::from(std::vector<double>{0.5, 1.0, -0.25}, {3});
+  EXPECT_EQ(parsed.compile().run({x})[0].to_vector<double>(), lowered.compile().run({x})[0].to_vector<double>());
+}
+
+}  // namespace
