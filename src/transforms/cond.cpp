@@ -24,15 +24,6 @@ namespace {
 
 [[noreturn]] void invalid(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
 
-std::vector<ir::Type> types_of(const std::vector<Tensor>& ts, std::string_view op, std::string_view what) {
-  std::vector<ir::Type> out;
-  for (size_t i = 0; i < ts.size(); ++i) {
-    if (!ts[i].defined()) invalid(fmt::format("{}: {} {} is an undefined Tensor", op, what, i));
-    out.push_back(transforms::type_of(ts[i]));
-  }
-  return out;
-}
-
 std::vector<ir::Type> output_types(const ir::Program& p) {
   std::vector<ir::Type> out;
   for (ir::ValueId v : p.outputs) out.push_back(p.type(v));
@@ -52,12 +43,12 @@ std::vector<Tensor> cond_impl(const Tensor& index, const std::vector<BranchFn>& 
   if (branches.empty()) invalid("cond: needs at least one branch");
   if (index.dtype() == DType::boolean && branches.size() != 2)
     invalid(fmt::format("cond: a bool predicate picks one of 2 branches, got {}", branches.size()));
-  const std::vector<ir::Type> types = types_of(operands, "cond", "operand");
+  const std::vector<ir::Type> types = transforms::defined_types(operands, "cond", "operand");
   std::vector<transforms::ClosedProgram> closed;
   for (size_t b = 0; b < branches.size(); ++b)
     closed.push_back(transforms::trace_closed(fmt::format("cond_branch{}", b), types, [&](const std::vector<Tensor>& in) {
       std::vector<Tensor> out = branches[b](in);
-      types_of(out, "cond", fmt::format("output of branch {}", b));
+      transforms::defined_types(out, "cond", fmt::format("output of branch {}", b));
       return out;
     }));
   for (size_t b = 1; b < closed.size(); ++b)
@@ -71,7 +62,7 @@ std::vector<Tensor> cond_impl(const Tensor& index, const std::vector<BranchFn>& 
     at.push_back(all.size());
     all.insert(all.end(), c.captures.begin(), c.captures.end());
   }
-  const std::vector<ir::Type> all_types = types_of(all, "cond", "operand");
+  const std::vector<ir::Type> all_types = transforms::defined_types(all, "cond", "operand");
   std::vector<std::shared_ptr<const ir::Program>> bodies;
   for (size_t b = 0; b < closed.size(); ++b) {
     auto wrapped = transforms::trace_closed(fmt::format("cond_branch{}", b), all_types, [&](const std::vector<Tensor>& in) {
@@ -87,7 +78,7 @@ std::vector<Tensor> cond_impl(const Tensor& index, const std::vector<BranchFn>& 
 }
 
 std::vector<Tensor> while_impl(const WhileCondFn& cond, const WhileBodyFn& body, const std::vector<Tensor>& init) {
-  const std::vector<ir::Type> types = types_of(init, "while_loop", "carry");
+  const std::vector<ir::Type> types = transforms::defined_types(init, "while_loop", "carry");
   auto check_pred = [](const Tensor& p) {
     if (!p.defined() || p.dtype() != DType::boolean || p.rank() != 0)
       invalid(fmt::format("while_loop: cond_fun must return a bool scalar, got {}",
@@ -98,7 +89,7 @@ std::vector<Tensor> while_impl(const WhileCondFn& cond, const WhileBodyFn& body,
   // One step: the next carry, and whether the loop goes on from it.
   auto step = transforms::trace_closed("while_body", types, [&](const std::vector<Tensor>& carry) {
     std::vector<Tensor> next = body(carry);
-    if (types_of(next, "while_loop", "carry returned by body_fun") != types)
+    if (transforms::defined_types(next, "while_loop", "carry returned by body_fun") != types)
       invalid("while_loop: body_fun must return a carry of init's structure and types");
     Tensor p = cond(next);
     check_pred(p);

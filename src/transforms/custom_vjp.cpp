@@ -17,15 +17,6 @@ namespace {
 
 [[noreturn]] void invalid(const std::string& msg) { throw Error(ErrorCode::invalid_argument, msg); }
 
-std::vector<ir::Type> types_of(const std::vector<Tensor>& ts, std::string_view what) {
-  std::vector<ir::Type> out;
-  for (size_t i = 0; i < ts.size(); ++i) {
-    if (!ts[i].defined()) invalid(fmt::format("custom_vjp: {} {} is an undefined Tensor", what, i));
-    out.push_back(transforms::type_of(ts[i]));
-  }
-  return out;
-}
-
 // Zeros of a type, in its memory kind.
 Tensor zeros_of(const ir::Type& t) {
   Tensor z = constant(0.0, t.shape, t.dtype);
@@ -44,19 +35,19 @@ std::vector<Tensor> custom_vjp_impl(const LeafFn& f, const FwdLeafFn& fwd, const
                                     const std::vector<Tensor>& args) {
   using transforms::ClosedProgram;
   using transforms::trace_closed;
-  const std::vector<ir::Type> arg_types = types_of(args, "argument");
+  const std::vector<ir::Type> arg_types = transforms::defined_types(args, "custom_vjp", "argument");
   const size_t na = args.size();
   ClosedProgram cf = trace_closed("custom_vjp_f", arg_types, [&](const std::vector<Tensor>& in) {
     std::vector<Tensor> out = f(in);
-    types_of(out, "output of f");
+    transforms::defined_types(out, "custom_vjp", "output of f");
     return out;
   });
   const size_t no = cf.program->outputs.size();
   size_t nr = 0;
   ClosedProgram cfwd = trace_closed("custom_vjp_fwd", arg_types, [&](const std::vector<Tensor>& in) {
     auto [out, res] = fwd(in);
-    types_of(out, "output of fwd");
-    types_of(res, "residual");
+    transforms::defined_types(out, "custom_vjp", "output of fwd");
+    transforms::defined_types(res, "custom_vjp", "residual");
     nr = res.size();
     if (out.size() != no) invalid(fmt::format("custom_vjp: fwd returns {} outputs, f {}", out.size(), no));
     out.insert(out.end(), res.begin(), res.end());
@@ -87,7 +78,7 @@ std::vector<Tensor> custom_vjp_impl(const LeafFn& f, const FwdLeafFn& fwd, const
   operands.insert(operands.end(), cfwd.captures.begin(), cfwd.captures.end());
   const size_t cbwd_at = operands.size();
   operands.insert(operands.end(), cbwd.captures.begin(), cbwd.captures.end());
-  const std::vector<ir::Type> op_types = types_of(operands, "operand");
+  const std::vector<ir::Type> op_types = transforms::defined_types(operands, "custom_vjp", "operand");
   const size_t nbc = cbwd.captures.size();
 
   auto with = [&](const std::vector<Tensor>& in, size_t from, size_t count) {
