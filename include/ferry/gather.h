@@ -34,10 +34,12 @@ Tensor scatter_add(const Tensor& operand, const Tensor& indices, const Tensor& u
                    const ScatterDimensionNumbers& dims, GatherScatterMode mode = GatherScatterMode::fill_or_drop);
 
 // jnp.take(x, indices, axis): the result's shape is x's with dimension `axis` replaced by the
-// indices' shape. Negative indices are out of bounds (no wrap-around).
+// indices' shape. As in JAX, an index in [-n, 0) counts from the end except in clip mode (where it
+// clips to 0); other indices outside [0, n) follow `mode`.
 Tensor take(const Tensor& x, const Tensor& indices, int64_t axis = 0,
             GatherScatterMode mode = GatherScatterMode::fill_or_drop);
-// jnp.take_along_axis: indices have x's rank and x's shape except along `axis`.
+// jnp.take_along_axis: indices have x's rank and x's shape except along `axis`; negative indices
+// as in take.
 Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis,
                        GatherScatterMode mode = GatherScatterMode::fill_or_drop);
 // jax.nn.one_hot: a new last dimension of `num_classes`; an index outside [0, num_classes) gives a

@@ -26,8 +26,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& scale = Tensor(), const Tensor&
 // x / sqrt(mean(x^2) + eps) over the last axis, times `scale` (undefined: none).
 Tensor rms_norm(const Tensor& x, const Tensor& scale = Tensor(), double eps = 1e-6);
 // Per-example cross entropy of logits [..., classes] and i32 labels [...]: logsumexp(logits) -
-// logits[label] (optax.softmax_cross_entropy_with_integer_labels); take the mean for a loss. A
-// label outside [0, classes) gives NaN.
+// logits[label] (optax.softmax_cross_entropy_with_integer_labels); take the mean for a loss. As
+// there (jnp.take_along_axis), a label in [-classes, 0) counts from the end and one outside
+// [-classes, classes) gives NaN.
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels);
 // Inverted dropout (flax's): each element is kept with probability 1 - rate and scaled by
 // 1 / (1 - rate), or set to 0. The mask comes from `key` (random.h), so a recomputation draws the

@@ -34,6 +34,12 @@ void check_indices(const Tensor& indices, std::string_view op) {
   if (indices.dtype() != DType::i32) invalid(fmt::format("{}: indices must be i32, got {}", op, indices.type_string()));
 }
 
+// As jnp.take: outside clip mode an index in [-n, 0) counts from the end.
+Tensor wrap_negative(const Tensor& indices, int64_t n, GatherScatterMode mode) {
+  if (mode == GatherScatterMode::clip) return indices;
+  return where(indices < 0.0, indices + static_cast<double>(n), indices);
+}
+
 }  // namespace
 
 Tensor gather(const Tensor& operand, const Tensor& indices, const GatherDimensionNumbers& dims,
@@ -62,7 +68,8 @@ Tensor take(const Tensor& x, const Tensor& indices, int64_t axis, GatherScatterM
   for (int64_t d = 0; d < x.rank() - 1; ++d) offset.push_back(d < a ? d : d + ni);
   Shape sizes = x.shape();
   sizes[static_cast<size_t>(a)] = 1;
-  return gather(x, reshape(indices, idx_shape), {offset, {a}, {a}}, sizes, mode);
+  Tensor idx = wrap_negative(indices, x.shape()[static_cast<size_t>(a)], mode);
+  return gather(x, reshape(idx, idx_shape), {offset, {a}, {a}}, sizes, mode);
 }
 
 Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis, GatherScatterMode mode) {
@@ -82,7 +89,8 @@ Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis, Gat
   std::vector<Tensor> parts;
   Axes all;
   for (int64_t d = 0; d < x.rank(); ++d) {
-    parts.push_back(d == a ? reshape(indices, col) : iota(DType::i32, col, d));
+    parts.push_back(d == a ? reshape(wrap_negative(indices, xs[static_cast<size_t>(a)], mode), col)
+                           : iota(DType::i32, col, d));
     all.push_back(d);
   }
   Tensor full = x.rank() == 1 ? parts[0] : concatenate(parts, x.rank());

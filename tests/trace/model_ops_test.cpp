@@ -111,8 +111,11 @@ TEST(ModelOps, GatherScatterTakeAndOneHotEqualJax) {
   EXPECT_EQ(out[1].shape(), (fy::Shape{5, 2}));
 
   auto oob = run_once([](fy::Tensor t, fy::Tensor i) { return fy::take(t, i, 0); }, table,
-                      fy::Array::from(std::vector<int32_t>{1, 7, -9}, {3}));
-  expect_close(oob[0], prims()["take_oob"], 0, "take out of bounds fills NaN");
+                      fy::Array::from(std::vector<int32_t>{1, 7, -9, -1}, {4}));
+  expect_close(oob[0], prims()["take_oob"], 0, "take: out of bounds fills NaN, -1 is the last row");
+  auto neg = run_once([](fy::Tensor t, fy::Tensor i) { return fy::take_along_axis(t, i, 1); }, table,
+                      fy::Array::from(std::vector<int32_t>{-1, 0, 3, -4, 9}, {5, 1}));
+  expect_close(neg[0], prims()["take_along_neg"], 0, "take_along_axis with negative indices");
   auto hot = run_once([](fy::Tensor i) { return fy::one_hot(i, 4); }, fy::Array::from(std::vector<int32_t>{0, 3, 5, -1}, {4}));
   expect_close(hot[0], prims()["one_hot"], 0, "one_hot");
 
