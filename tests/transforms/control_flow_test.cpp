@@ -10,6 +10,7 @@
 #include "ferry/ferry.h"
 #include "support/error_of.h"
 #include "support/gradient_check.h"
+#include "support/memory_check.h"
 
 namespace fy = ferry;
 using fy::testing::error_of;
@@ -221,6 +222,12 @@ TEST(WhileLoop, RunsUntilThePredicateFails) {
     return std::vector<fy::Tensor>{r.first, r.second};
   })(fy::Array::from(std::vector<float>{1.0f, 2.0f}, {2}));
   EXPECT_EQ(out[0].to_vector<float>()[0], 6.0f);  // 3 -> 6 -> ... -> 192 after 6 doublings
+  // The loop's memory is planned: the measured high-water equals the plan.
+  auto planned = fy::jit([](fy::Tensor x) {
+    return fy::while_loop([](fy::Tensor c) { return fy::sum(c) < 1000.0; }, [](fy::Tensor c) { return fy::sin(c) + c * 2.0; }, x);
+  });
+  fy::Array x8 = fy::ones({64});
+  fy::testing::run_checked(planned.lower(x8).compile({.checked = true}), {x8});
   EXPECT_EQ(out[1].to_vector<float>(), (std::vector<float>{64.0f, 128.0f}));
   // Zero trips: the initial carry.
   auto none = fy::jit([](fy::Tensor x) {
