@@ -174,6 +174,9 @@ Tensor reduce_min(const Tensor& x, const Axes& axes);  // = min(x, axes)
 // and as the minimum, as in JAX). The result drops the axis.
 Tensor argmax(const Tensor& x, int64_t axis);
 Tensor argmin(const Tensor& x, int64_t axis);
+// Without an axis: the index into the flattened x (jnp.argmax(x)).
+Tensor argmax(const Tensor& x);
+Tensor argmin(const Tensor& x);
 // Inclusive running sum / max / min along `axis` (jax.lax.cumsum, cummax, cummin).
 Tensor cumsum(const Tensor& x, int64_t axis, bool reverse = false);
 Tensor cummax(const Tensor& x, int64_t axis, bool reverse = false);

@@ -290,6 +290,14 @@ Tensor argmin(const Tensor& x, int64_t axis) {
   tracer_of(x, "argmin");
   return active().bind1(Primitive::argmin, ir::ArgReduceParams{normalize_axis(axis, x.rank(), "argmin")}, {x});
 }
+Tensor argmax(const Tensor& x) {
+  tracer_of(x, "argmax");
+  return argmax(reshape(x, {-1}), 0);
+}
+Tensor argmin(const Tensor& x) {
+  tracer_of(x, "argmin");
+  return argmin(reshape(x, {-1}), 0);
+}
 static Tensor cumulative(Primitive p, const Tensor& x, int64_t axis, bool reverse) {
   tracer_of(x, primitive_name(p));
   return active().bind1(p, ir::CumulativeParams{normalize_axis(axis, x.rank(), primitive_name(p)), reverse}, {x});

@@ -63,6 +63,10 @@ TEST(ModelOps, AxisReductionsEqualJax) {
   expect_close(out[4], prims()["cumsum_0_rev"], 1e-6, "cumsum reverse");
   expect_close(out[5], prims()["cummax_1"], 0, "cummax");
   expect_close(out[6], prims()["cummin_0"], 0, "cummin");
+  // Without an axis: the index into the flattened array (x's maximum 7.25 is its last element).
+  auto flat = run_once([](fy::Tensor x) { return std::vector<fy::Tensor>{fy::argmax(x), fy::argmin(x)}; }, x);
+  EXPECT_EQ(flat[0].to_vector<int32_t>(), (std::vector<int32_t>{11}));
+  EXPECT_EQ(flat[1].to_vector<int32_t>(), (std::vector<int32_t>{7}));
 }
 
 TEST(ModelOps, IntegerBitsEqualJax) {
