@@ -143,3 +143,23 @@ TEST(Random, ThreefryKnownAnswers) {
 }
 
 }  // namespace
+
+namespace {
+
+// Keys per counter, and one word shared with the other per counter, give each counter's block.
+TEST(Random, ThreefryKeysOfEveryStride) {
+  auto out = fy::testing::run_once([](fy::Tensor k, fy::Tensor x) {
+    fy::Tensor zero = fy::constant(0.0, {}, fy::DType::i32), zeros = fy::constant(0.0, {3}, fy::DType::i32);
+    auto [a0, a1] = fy::random::threefry2x32(zero, zero, x, x);
+    auto [b0, b1] = fy::random::threefry2x32(zeros, zero, x, x);
+    auto [c0, c1] = fy::random::threefry2x32(zero, k, x, x);
+    auto [d0, d1] = fy::random::threefry2x32(k, k, x, x);
+    return std::vector<fy::Tensor>{a0, a1, b0, b1, c0, d0, fy::random::threefry2x32(fy::constant(5.0, {}, fy::DType::i32), fy::constant(5.0, {}, fy::DType::i32), x, x).first};
+  }, fy::Array::from(std::vector<int32_t>{5, 5, 5}, {3}), fy::Array::from(std::vector<int32_t>{0, 1, 2}, {3}));
+  EXPECT_EQ(out[0].to_vector<int32_t>(), out[2].to_vector<int32_t>());
+  EXPECT_EQ(out[1].to_vector<int32_t>(), out[3].to_vector<int32_t>());
+  EXPECT_EQ(out[5].to_vector<int32_t>(), out[6].to_vector<int32_t>());  // per-counter keys of 5 = one key of 5
+  EXPECT_NE(out[4].to_vector<int32_t>(), out[0].to_vector<int32_t>());
+}
+
+}  // namespace
