@@ -94,8 +94,9 @@ void dump(const std::string& dir) {
   put("gpt.tokens", tokens);
   put("gpt.targets", targets);
   put("gpt.loss", out[0]);
-  manifest["gpt.config"] = {{"vocab", gc.vocab}, {"d_model", gc.d_model}, {"heads", gc.heads}, {"seq", gc.seq},
-                            {"batch", gc.batch}, {"layers", gc.layers}};
+  manifest["gpt.config"] = {{"vocab", gc.vocab},   {"d_model", gc.d_model}, {"heads", gc.heads},
+                            {"seq", gc.seq},       {"batch", gc.batch},     {"layers", gc.layers},
+                            {"dropout", gc.dropout}, {"dropout_seed", gc.dropout_seed}};
   std::ofstream(dir + "/manifest.json") << manifest.dump(1);
 }
 
@@ -111,14 +112,16 @@ int main(int argc, char** argv) {
   CLI::App app{"ferry's benchmark suite: models x checkpoint policies"};
   std::string out_dir, json_path, dump_dir;
   int repeats = 5;
-  bool quick = false;
+  bool quick = false, dump_only = false;
   app.add_option("--out", out_dir, "write BENCHMARKS.md and benchmarks.csv into this folder");
   app.add_option("--json", json_path, "write the rows as JSON (for bench/peers/peers.py)");
   app.add_option("--dump", dump_dir, "write small-config inputs and gradients for the peers' gradient check");
   app.add_option("--repeats", repeats, "timed runs per row (the median is reported)");
   app.add_flag("--quick", quick, "small configurations (a smoke test)");
+  app.add_flag("--dump-only", dump_only, "write --dump's files and stop (bench/peers/gpt_reference.py)");
   CLI11_PARSE(app, argc, argv);
   if (!dump_dir.empty()) dump(dump_dir);
+  if (dump_only) return 0;
 
   fm::ScanMlpConfig sc;
   fm::GptConfig gc;

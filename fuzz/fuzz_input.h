@@ -17,7 +17,7 @@ namespace ferry::fuzz {
 
 // Programs larger than this are not compiled (the fuzzer would spend its time allocating).
 inline constexpr double kMaxProgramBytes = 4 << 20;
-// Nor are programs whose scans would run more equations than this.
+// Nor are programs whose scans would run more equations than this, nor any with a while loop.
 inline constexpr double kMaxSteps = 1e5;
 inline constexpr int64_t kDeviceLimit = 64 << 20;
 
@@ -31,6 +31,8 @@ inline void measure(const ir::Program& p, double& bytes, double& steps) {
   }
   for (const ir::Equation& e : p.equations) {
     steps += 1;
+    // A while loop's trip count is unknown before it runs (an always-true predicate never ends).
+    if (e.prim == Primitive::while_loop) steps += kMaxSteps;
     double length = 1;
     if (const auto* s = std::get_if<ir::ScanParams>(&e.params)) length = static_cast<double>(std::max<int64_t>(s->length, 1));
     for (const auto& sub : e.subprograms) {

@@ -20,99 +20,13 @@ import jax
 import jax.numpy as jnp
 import torch
 import torch.utils.checkpoint as tcp
-from jax.ad_checkpoint import checkpoint_name
 
 jax.config.update("jax_platforms", "cpu")
 
-GPT_NAMES = ["query_proj", "key_proj", "value_proj", "out_proj", "mlpwi", "mlpwo"]
-POLICIES = ["no checkpoint", "nothing_saveable", "dots_saveable", "dots_with_no_batch_dims_saveable",
-            "offload_dot_with_no_batch_dims", "names saved", "names offloaded"]
 
 
-# ---------------------------------------------------------------- JAX models (as ferry's models.cpp)
-
-def jax_policy(name, names):
-    cp = jax.checkpoint_policies
-    return {
-        "nothing_saveable": cp.nothing_saveable,
-        "dots_saveable": cp.dots_saveable,
-        "dots_with_no_batch_dims_saveable": cp.dots_with_no_batch_dims_saveable,
-        "offload_dot_with_no_batch_dims": cp.offload_dot_with_no_batch_dims("device", "pinned_host"),
-        "names saved": cp.save_only_these_names(*names),
-        "names offloaded": cp.save_and_offload_only_these_names(
-            names_which_can_be_saved=[], names_which_can_be_offloaded=names,
-            offload_src="device", offload_dst="pinned_host"),
-    }.get(name)
-
-
-def maybe_remat(f, policy_name, names):
-    if policy_name == "no checkpoint":
-        return f
-    return jax.checkpoint(f, policy=jax_policy(policy_name, names))
-
-
-def jax_scan_mlp_loss(x, w1, w2, policy_name):
-    def layer(h, w):
-        h = checkpoint_name(h, "x")
-        return (h @ w[0]) @ w[1], None
-    layer = maybe_remat(layer, policy_name, ["x"])
-    out, _ = jax.lax.scan(layer, x, (w1, w2))
-    return jnp.sum(out)
-
-
-def layer_norm(x, g, b):
-    mu = jnp.mean(x, axis=-1, keepdims=True)
-    xc = x - mu
-    var = jnp.mean(xc * xc, axis=-1, keepdims=True)
-    return xc * jax.lax.rsqrt(var + 1e-5) * g + b
-
-
-def gelu(x):
-    return 0.5 * x * (1.0 + jnp.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
-
-
-def jax_gpt_loss(p, tokens, targets, cfg, policy_name):
-    B, S, D, H, V = cfg["batch"], cfg["seq"], cfg["d_model"], cfg["heads"], cfg["vocab"]
-    Dh = D // H
-    name = checkpoint_name
-    x = jax.nn.one_hot(tokens, V, dtype=jnp.float32) @ p["embed"] + p["pos"]
-
-    def block(h, w):
-        ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w_in, b_in, w_out, b_out = w
-        a = layer_norm(h, ln1_g, ln1_b)
-        heads = lambda t: jnp.transpose(t.reshape(B, S, H, Dh), (0, 2, 1, 3))
-        q = heads(name(a @ wq, "query_proj"))
-        k = heads(name(a @ wk, "key_proj"))
-        v = heads(name(a @ wv, "value_proj"))
-        scores = jnp.einsum("bhsd,bhtd->bhst", q, k) * (1.0 / math.sqrt(Dh))
-        row = jax.lax.broadcasted_iota(jnp.int32, (B, H, S, S), 2)
-        col = jax.lax.broadcasted_iota(jnp.int32, (B, H, S, S), 3)
-        scores = jnp.where(col <= row, scores, -1e9)
-        e = jnp.exp(scores - jnp.max(scores, axis=3, keepdims=True))
-        attn = e / jnp.sum(e, axis=3, keepdims=True)
-        o = jnp.einsum("bhst,bhtd->bhsd", attn, v)
-        o = jnp.transpose(o, (0, 2, 1, 3)).reshape(B, S, D)
-        h = h + name(o @ wo, "out_proj")
-        m = layer_norm(h, ln2_g, ln2_b)
-        m = gelu(name(m @ w_in, "mlpwi") + b_in)
-        h = h + name(m @ w_out, "mlpwo") + b_out
-        return h, None
-
-    block = maybe_remat(block, policy_name, GPT_NAMES)
-    stacked = tuple(p[n] for n in ["ln1_g", "ln1_b", "wq", "wk", "wv", "wo", "ln2_g", "ln2_b", "w_in", "b_in",
-                                   "w_out", "b_out"])
-    x, _ = jax.lax.scan(block, x, stacked)
-    logits = layer_norm(x, p["ln_f_g"], p["ln_f_b"]) @ p["unembed"]
-    logp = jax.nn.log_softmax(logits, axis=-1)
-    return -jnp.mean(jnp.sum(logp * jax.nn.one_hot(targets, V, dtype=jnp.float32), axis=-1))
-
-
-def gpt_shapes(cfg):
-    L, D, V, S = cfg["layers"], cfg["d_model"], cfg["vocab"], cfg["seq"]
-    F = 4 * D
-    return {"embed": (V, D), "pos": (S, D), "ln1_g": (L, D), "ln1_b": (L, D), "wq": (L, D, D), "wk": (L, D, D),
-            "wv": (L, D, D), "wo": (L, D, D), "ln2_g": (L, D), "ln2_b": (L, D), "w_in": (L, D, F), "b_in": (L, F),
-            "w_out": (L, F, D), "b_out": (L, D), "ln_f_g": (D,), "ln_f_b": (D,), "unembed": (D, V)}
+# The JAX models (as ferry's models.cpp) live in jax_models.py, shared with gpt_reference.py.
+from jax_models import GPT_NAMES, POLICIES, gpt_shapes, jax_gpt_loss, jax_scan_mlp_loss  # noqa: E402
 
 
 def adam(p, g, m, v, t, lr=3e-3, b1=0.9, b2=0.999, eps=1e-8):
@@ -207,24 +121,27 @@ def run_torch(model, cfg, policy_name, repeats):
         tokens = torch.randint(1, V, (B, S))
         mask = torch.tril(torch.ones(S, S, dtype=torch.bool))
 
+        rate = cfg.get("dropout", 0.1)
+        drop = lambda t: torch.nn.functional.dropout(t, p=rate, training=True)  # PyTorch's RNG: same model, other masks
+
         def block(h, ln1_g, ln1_b, wq, wk, wv, wo, ln2_g, ln2_b, w_in, b_in, w_out, b_out):
             a = torch.nn.functional.layer_norm(h, (D,), ln1_g, ln1_b, 1e-5)
             heads = lambda t: t.reshape(B, S, H, Dh).transpose(1, 2)
             q, k, v = heads(a @ wq), heads(a @ wk), heads(a @ wv)
             scores = (q @ k.transpose(-1, -2)) / math.sqrt(Dh)
-            attn = torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
+            attn = drop(torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1))
             o = (attn @ v).transpose(1, 2).reshape(B, S, D)
-            h = h + o @ wo
+            h = h + drop(o @ wo)
             m = torch.nn.functional.layer_norm(h, (D,), ln2_g, ln2_b, 1e-5)
             m = torch.nn.functional.gelu(m @ w_in + b_in, approximate="tanh")
-            return h + m @ w_out + b_out
+            return h + drop(m @ w_out + b_out)
         block = torch_checkpointed(block, policy_name)
         if block is None:
             return None
         names = ["ln1_g", "ln1_b", "wq", "wk", "wv", "wo", "ln2_g", "ln2_b", "w_in", "b_in", "w_out", "b_out"]
 
         def loss_fn():
-            x = torch.nn.functional.one_hot(tokens, V).float() @ p["embed"] + p["pos"]
+            x = p["embed"][tokens] + p["pos"]
             for l in range(cfg["layers"]):
                 x = block(x, *[p[n][l] for n in names])
             logits = torch.nn.functional.layer_norm(x, (D,), p["ln_f_g"], p["ln_f_b"], 1e-5) @ p["unembed"]

@@ -21,32 +21,6 @@ template <class F> auto maybe_checkpoint(F f, const std::optional<Policy>& polic
   };
 }
 
-// Layer norm over the last axis, with gain and bias of that axis's size.
-Tensor layer_norm(const Tensor& x, const Tensor& g, const Tensor& b) {
-  Shape s = x.shape();
-  Shape keep = s;
-  keep.back() = 1;
-  int64_t last = x.rank() - 1;
-  Tensor mu = reshape(mean(x, {last}), keep);
-  Tensor xc = x - mu;
-  Tensor var = reshape(mean(xc * xc, {last}), keep);
-  return xc * rsqrt(var + 1e-5) * g + b;
-}
-
-Tensor gelu(const Tensor& x) {
-  const double k = std::sqrt(2.0 / M_PI);
-  return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));
-}
-
-// One-hot of i32 indices [B,S] over `n` classes: f32[B,S,n].
-Tensor one_hot(const Tensor& idx, int n) {
-  Shape s = idx.shape();
-  Shape full = s;
-  full.push_back(n);
-  Tensor classes = iota(DType::i32, full, static_cast<int64_t>(s.size()));
-  return convert(eq(broadcast_in_dim(idx, full, {0, 1}), classes), DType::f32);
-}
-
 }  // namespace
 
 // ---- scan_mlp ----
@@ -117,13 +91,16 @@ std::vector<Array> gpt_params(const GptConfig& c, uint32_t seed) {
 }
 
 Tensor gpt_loss(const std::vector<Tensor>& p, const Tensor& tokens, const Tensor& targets, const GptConfig& c,
-                const std::optional<Policy>& policy) {
+                const std::optional<Policy>& policy, const Tensor& key) {
   const int64_t B = c.batch, S = c.seq, D = c.d_model, H = c.heads, Dh = D / H;
-  Tensor x = matmul(one_hot(tokens, c.vocab), p[0]) + p[1];  // [B,S,D]
+  const double rate = c.dropout;
+  Tensor x = take(p[0], tokens, 0) + p[1];  // [B,S,D]
+  Tensor k = key.defined() ? key : random::fold_in(random::key(c.dropout_seed), sum(tokens));
   auto block = maybe_checkpoint(
       [=](Tensor h, std::vector<Tensor> w) {
-        // w: ln1_g ln1_b wq wk wv wo ln2_g ln2_b w_in b_in w_out b_out (one layer's slices)
-        Tensor a = layer_norm(h, w[0], w[1]);
+        // w: ln1_g ln1_b wq wk wv wo ln2_g ln2_b w_in b_in w_out b_out (one layer's slices), then the key
+        Tensor keys = random::split(w[12], 3);
+        Tensor a = nn::layer_norm(h, w[0], w[1]);
         auto heads = [&](const Tensor& t) { return transpose(reshape(t, {B, S, H, Dh}), {0, 2, 1, 3}); };  // [B,H,S,Dh]
         Tensor q = heads(checkpoint_name(matmul(a, w[2]), "query_proj"));
         Tensor k = heads(checkpoint_name(matmul(a, w[3]), "key_proj"));
@@ -131,23 +108,21 @@ Tensor gpt_loss(const std::vector<Tensor>& p, const Tensor& tokens, const Tensor
         Tensor scores = dot_general(q, k, {{3}, {3}, {0, 1}, {0, 1}}) * (1.0 / std::sqrt(static_cast<double>(Dh)));
         Tensor row = iota(DType::i32, {B, H, S, S}, 2), col = iota(DType::i32, {B, H, S, S}, 3);
         scores = where(le(col, row), scores, -1e9);
-        Tensor e = exp(scores - reshape(reduce_max(scores, {3}), {B, H, S, 1}));
-        Tensor attn = e / reshape(sum(e, {3}), {B, H, S, 1});
+        Tensor attn = nn::dropout(random::key_at(keys, 0), rate, nn::softmax(scores, 3));
         Tensor o = dot_general(attn, v, {{3}, {2}, {0, 1}, {0, 1}});  // [B,H,S,Dh]
         o = reshape(transpose(o, {0, 2, 1, 3}), {B, S, D});
-        h = h + checkpoint_name(matmul(o, w[5]), "out_proj");
-        Tensor m = layer_norm(h, w[6], w[7]);
-        m = gelu(checkpoint_name(matmul(m, w[8]), "mlpwi") + w[9]);
-        h = h + checkpoint_name(matmul(m, w[10]), "mlpwo") + w[11];
+        h = h + nn::dropout(random::key_at(keys, 1), rate, checkpoint_name(matmul(o, w[5]), "out_proj"));
+        Tensor m = nn::layer_norm(h, w[6], w[7]);
+        m = nn::gelu(checkpoint_name(matmul(m, w[8]), "mlpwi") + w[9]);
+        h = h + nn::dropout(random::key_at(keys, 2), rate, checkpoint_name(matmul(m, w[10]), "mlpwo") + w[11]);
         return std::pair{h, Tensor{}};
       },
       policy);
   std::vector<Tensor> stacked(p.begin() + 2, p.begin() + 14);
+  stacked.push_back(random::split(k, c.layers));  // one key per block
   x = scan(block, x, stacked).carry;
-  Tensor logits = matmul(layer_norm(x, p[14], p[15]), p[16]);  // [B,S,V]
-  Tensor shifted = logits - reshape(reduce_max(logits, {2}), {B, S, 1});
-  Tensor logp = shifted - reshape(log(sum(exp(shifted), {2})), {B, S, 1});
-  return -mean(sum(logp * one_hot(targets, c.vocab), {2}));
+  Tensor logits = matmul(nn::layer_norm(x, p[14], p[15]), p[16]);  // [B,S,V]
+  return mean(nn::cross_entropy(logits, targets));
 }
 
 std::pair<Array, Array> copy_task_batch(const GptConfig& c, uint32_t seed) {

@@ -62,6 +62,32 @@ Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
 Tensor abs(const Tensor& x);
 Tensor sign(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor erf_inv(const Tensor& x);
+Tensor log1p(const Tensor& x);  // log(1 + x), accurate near 0
+Tensor expm1(const Tensor& x);  // exp(x) - 1, accurate near 0
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor round(const Tensor& x);  // halves away from zero (jax.lax.round's default)
+// Logical on bool, bitwise on i32 (jax.lax.not_, and_, or_, xor).
+Tensor logical_not(const Tensor& x);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_xor(const Tensor& a, const Tensor& b);
+// Shifts of i32 bit patterns; amounts outside [0, 32) give 0.
+Tensor shift_left(const Tensor& x, const Tensor& amount);
+Tensor shift_right_logical(const Tensor& x, const Tensor& amount);
+// The same bits read as another dtype of the same width (i32 <-> f32).
+Tensor bitcast_convert_type(const Tensor& x, DType dtype);
+// Remainder with the sign of the dividend (C fmod, jax.lax.rem; jnp.remainder differs for
+// negative operands). i32 remainder by zero gives the dividend.
+Tensor rem(const Tensor& a, const Tensor& b);
+Tensor rem(const Tensor& a, double b);
+// min(max(x, lo), hi) (jax.lax.clamp's argument order); lo and hi broadcast to x.
+Tensor clamp(const Tensor& lo, const Tensor& x, const Tensor& hi);
+Tensor clamp(double lo, const Tensor& x, double hi);
+// stop_gradient(x) is x, and no cotangent flows back through it (jax.lax.stop_gradient).
+Tensor stop_gradient(const Tensor& x);
 
 // Elementwise, binary (NumPy broadcasting; numbers take the tensor's dtype).
 Tensor add(const Tensor& a, const Tensor& b);
@@ -100,6 +126,9 @@ Tensor ge(const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& pred, const Tensor& on_true, const Tensor& on_false);
 Tensor where(const Tensor& pred, const Tensor& on_true, double on_false);
 Tensor where(const Tensor& pred, double on_true, const Tensor& on_false);
+// select_n(which, cases) as jax.lax.select_n: cases[which] elementwise; `which` is bool (two cases)
+// or i32 (clamped into [0, n)); all broadcast together.
+Tensor select_n(const Tensor& which, const std::vector<Tensor>& cases);
 
 Tensor operator-(const Tensor& x);
 Tensor operator+(const Tensor& a, const Tensor& b);
@@ -141,6 +170,17 @@ Tensor min(const Tensor& x);
 Tensor min(const Tensor& x, const Axes& axes);
 Tensor reduce_max(const Tensor& x, const Axes& axes);  // = max(x, axes)
 Tensor reduce_min(const Tensor& x, const Axes& axes);  // = min(x, axes)
+// Index (i32) of the first maximum / minimum along `axis` (jnp.argmax; NaN counts as the maximum
+// and as the minimum, as in JAX). The result drops the axis.
+Tensor argmax(const Tensor& x, int64_t axis);
+Tensor argmin(const Tensor& x, int64_t axis);
+// Without an axis: the index into the flattened x (jnp.argmax(x)).
+Tensor argmax(const Tensor& x);
+Tensor argmin(const Tensor& x);
+// Inclusive running sum / max / min along `axis` (jax.lax.cumsum, cummax, cummin).
+Tensor cumsum(const Tensor& x, int64_t axis, bool reverse = false);
+Tensor cummax(const Tensor& x, int64_t axis, bool reverse = false);
+Tensor cummin(const Tensor& x, int64_t axis, bool reverse = false);
 
 // Shape.
 Tensor reshape(const Tensor& x, const Shape& shape);

@@ -285,7 +285,7 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
       s.where = Slot::Where::arena;
       s.buffer = shared;
     }
-    if (eq.prim == Primitive::scan || eq.prim == Primitive::checkpoint) {
+    if (eq.prim == Primitive::scan || eq.prim == Primitive::checkpoint || eq.prim == Primitive::while_loop) {
       BodyPlan body;
       const ir::Program& sub = *eq.subprograms.at(0);
       Streams found;
@@ -314,9 +314,11 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
               new_buffer(static_cast<MemoryKind>(k), body.plan->arena_size[static_cast<size_t>(k)], e, e);
           plan->buffers[static_cast<size_t>(body.region[static_cast<size_t>(k)])].body_of = e;
         }
-      if (eq.prim == Primitive::scan) {
-        const auto& sp = std::get<ir::ScanParams>(eq.params);
-        for (int64_t c = 0; c < sp.num_carry; ++c) {
+      if (eq.prim == Primitive::scan || eq.prim == Primitive::while_loop) {
+        // A while loop carries everything its body returns (the predicate first), as a scan its carries.
+        const int64_t num_carry = eq.prim == Primitive::scan ? std::get<ir::ScanParams>(eq.params).num_carry
+                                                             : static_cast<int64_t>(sub.outputs.size());
+        for (int64_t c = 0; c < num_carry; ++c) {
           const ir::Type& t = p.type(eq.outputs[static_cast<size_t>(c)]);
           int b = new_buffer(t.kind, t.size_bytes(), e, e);
           plan->buffers[static_cast<size_t>(b)].scratch_of = e;

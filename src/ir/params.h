@@ -86,6 +86,42 @@ struct ConcatenateParams {
   bool operator==(const ConcatenateParams&) const = default;
 };
 
+// argmax, argmin: the axis reduced (the result drops it); the index is i32.
+struct ArgReduceParams {
+  int64_t axis = 0;
+  bool operator==(const ArgReduceParams&) const = default;
+};
+
+// cumsum, cummax, cummin along `axis`; with `reverse` from the last element to the first.
+struct CumulativeParams {
+  int64_t axis = 0;
+  bool reverse = false;
+  bool operator==(const CumulativeParams&) const = default;
+};
+
+// gather(operand, indices) as XLA's with the index vector in the last dimension of `indices`
+// (jax.lax.GatherDimensionNumbers without batching dimensions). Output dimensions listed in
+// offset_dims index the slice; the others are the batch dimensions of indices. `mode` says what an
+// out-of-bounds start does: kGatherClip clamps it into range; kGatherFill gives a slice of fill
+// values (NaN for floats, INT32_MIN for i32, true for bool: jax.lax's defaults); kGatherFillZero a
+// slice of zeros (the transpose of a scatter that drops).
+inline constexpr int64_t kGatherClip = 0, kGatherFill = 1, kGatherFillZero = 2;
+struct GatherParams {
+  Dims offset_dims, collapsed_slice_dims, start_index_map;
+  Shape slice_sizes;
+  int64_t mode = kGatherFill;
+  bool operator==(const GatherParams&) const = default;
+};
+
+// scatter_add(operand, indices, updates), XLA's scatter with add as the combiner and the index
+// vector in the last dimension of `indices`. `mode`: kGatherClip clamps an out-of-bounds start
+// into range; any other mode drops that window's updates (jax.lax's FILL_OR_DROP).
+struct ScatterParams {
+  Dims update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims;
+  int64_t mode = kGatherFill;
+  bool operator==(const ScatterParams&) const = default;
+};
+
 struct DevicePutParams {
   MemoryKind dst = MemoryKind::device;
   bool operator==(const DevicePutParams&) const = default;
@@ -112,6 +148,7 @@ struct CheckpointParams {
 
 using Params = std::variant<NoParams, ConvertParams, IotaParams, ConstantParams, BroadcastInDimParams,
                             ReshapeParams, TransposeParams, ReduceParams, DotGeneralParams, SliceParams,
-                            DynamicSliceParams, ConcatenateParams, DevicePutParams, ScanParams, CheckpointParams>;
+                            DynamicSliceParams, ConcatenateParams, DevicePutParams, ScanParams, CheckpointParams,
+                            ArgReduceParams, CumulativeParams, GatherParams, ScatterParams>;
 
 }  // namespace ferry::ir

@@ -43,6 +43,24 @@ template <class F> void fields(DynamicSliceParams& p, F&& f) { f("slice_sizes", 
 template <class F> void fields(ConcatenateParams& p, F&& f) { f("dimension", p.dimension); }
 template <class F> void fields(DevicePutParams& p, F&& f) { f("dst", p.dst); }
 template <class F> void fields(CheckpointParams& p, F&& f) { f("prevent_cse", p.prevent_cse); }
+template <class F> void fields(ArgReduceParams& p, F&& f) { f("axis", p.axis); }
+template <class F> void fields(CumulativeParams& p, F&& f) {
+  f("axis", p.axis);
+  f("reverse", p.reverse);
+}
+template <class F> void fields(GatherParams& p, F&& f) {
+  f("offset_dims", p.offset_dims);
+  f("collapsed_slice_dims", p.collapsed_slice_dims);
+  f("start_index_map", p.start_index_map);
+  f("slice_sizes", p.slice_sizes);
+  f("mode", p.mode);
+}
+template <class F> void fields(ScatterParams& p, F&& f) {
+  f("update_window_dims", p.update_window_dims);
+  f("inserted_window_dims", p.inserted_window_dims);
+  f("scatter_dims_to_operand_dims", p.scatter_dims_to_operand_dims);
+  f("mode", p.mode);
+}
 template <class F> void fields(ScanParams& p, F&& f) {
   f("length", p.length);
   f("reverse", p.reverse);

@@ -1,5 +1,7 @@
 // Control flow and checkpointing: scan (a loop) and checkpoint (a function whose backward pass
 // follows a policy), whose bodies decide their output types, and checkpoint_name (an identity).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "prims/families.h"
@@ -86,9 +88,109 @@ std::vector<Tensor> checkpoint_name_vjp(const ir::Equation&, std::span<const Ten
   return {g[0]};
 }
 
+// The bodies take the operands' types (from operand `first` on).
+void check_body_inputs(const ir::Program& body, std::span<const ir::Type> in, size_t first, std::string_view what) {
+  if (body.inputs.size() != in.size() - first)
+    detail::invalid(fmt::format("{} takes {} inputs but gets {} operands", what, body.inputs.size(), in.size() - first));
+  for (size_t i = first; i < in.size(); ++i)
+    if (body.type(body.inputs[i - first]) != in[i])
+      detail::invalid(fmt::format("{} input {} is {} but the operand is {}", what, i - first,
+                                  ir::to_string(body.type(body.inputs[i - first])), ir::to_string(in[i])));
+}
+
+std::vector<ir::Type> output_types(const ir::Program& body) {
+  std::vector<ir::Type> out;
+  for (ir::ValueId v : body.outputs) out.push_back(body.type(v));
+  return out;
+}
+
+void check_bodies(std::span<const std::shared_ptr<const ir::Program>> bodies, size_t count) {
+  if (bodies.size() != count) detail::invalid(fmt::format("needs {} bodies, got {}", count, bodies.size()));
+  for (const auto& b : bodies)
+    if (b == nullptr) detail::invalid("a body is missing");
+}
+
+// custom_vjp(operands...) with bodies f(operands) -> outputs, fwd(operands) -> (outputs...,
+// residuals...) and bwd(residuals..., output cotangents...) -> one cotangent per operand.
+std::vector<ir::Type> custom_vjp_rule(std::span<const ir::Type> in, const ir::Params&,
+                                      std::span<const std::shared_ptr<const ir::Program>> bodies) {
+  check_bodies(bodies, 3);
+  const ir::Program &f = *bodies[0], &fwd = *bodies[1], &bwd = *bodies[2];
+  check_body_inputs(f, in, 0, "f");
+  check_body_inputs(fwd, in, 0, "fwd");
+  std::vector<ir::Type> out = output_types(f), fwd_out = output_types(fwd);
+  if (fwd_out.size() < out.size() || !std::equal(out.begin(), out.end(), fwd_out.begin()))
+    detail::invalid("fwd must return f's outputs first, then the residuals");
+  std::vector<ir::Type> bwd_in(fwd_out.begin() + static_cast<std::ptrdiff_t>(out.size()), fwd_out.end());
+  bwd_in.insert(bwd_in.end(), out.begin(), out.end());
+  check_body_inputs(bwd, bwd_in, 0, "bwd");
+  std::vector<ir::Type> bwd_out = output_types(bwd);
+  if (bwd_out.size() != in.size() || !std::equal(bwd_out.begin(), bwd_out.end(), in.begin()))
+    detail::invalid("bwd must return one cotangent per operand, of the operand's type");
+  return out;
+}
+
+Cost custom_vjp_cost(const ir::Equation& eq) { return program_cost(*eq.subprograms.at(0)); }
+
+// cond(index, operands...) with one body per branch (branch 0 is lax.cond's false branch): runs the
+// branch `index` names (clamped into range; a bool index is 0 or 1). The branches take the operands
+// and return the same types.
+std::vector<ir::Type> cond_rule(std::span<const ir::Type> in, const ir::Params&,
+                                std::span<const std::shared_ptr<const ir::Program>> bodies) {
+  if (bodies.empty()) detail::invalid("needs at least one branch");
+  check_bodies(bodies, bodies.size());
+  if (in.empty() || !in[0].shape.empty() || (in[0].dtype != DType::boolean && in[0].dtype != DType::i32))
+    detail::invalid("the first operand must be a bool or i32 scalar that picks the branch");
+  std::vector<ir::Type> out = output_types(*bodies[0]);
+  for (size_t b = 0; b < bodies.size(); ++b) {
+    check_body_inputs(*bodies[b], in, 1, fmt::format("branch {}", b));
+    if (output_types(*bodies[b]) != out) detail::invalid(fmt::format("branch {} returns other types than branch 0", b));
+  }
+  return out;
+}
+
+// The most expensive branch.
+Cost cond_cost(const ir::Equation& eq) {
+  Cost worst;
+  for (const auto& b : eq.subprograms) {
+    Cost c = program_cost(*b);
+    if (c.flops >= worst.flops) worst = c;
+  }
+  return worst;
+}
+
+// while_loop(pred, carry..., consts...) with body(carry..., consts...) -> (pred, carry...): while
+// pred is true, runs the body (the body computes the next predicate itself, so the loop is one body
+// like a scan's). Returns the final (pred, carry...).
+std::vector<ir::Type> while_rule(std::span<const ir::Type> in, const ir::Params&,
+                                 std::span<const std::shared_ptr<const ir::Program>> bodies) {
+  check_bodies(bodies, 1);
+  const ir::Program& body = *bodies[0];
+  if (in.empty() || in[0] != ir::Type{DType::boolean, {}, in[0].kind})
+    detail::invalid("the first operand must be the bool scalar predicate");
+  check_body_inputs(body, in, 0, "body");
+  std::vector<ir::Type> out = output_types(body);
+  if (out.empty() || out.size() > in.size() || !std::equal(out.begin(), out.end(), in.begin()))
+    detail::invalid("the body must return the predicate and the carries, of the operands' types");
+  return out;
+}
+
+// One trip of the body: the trip count is not known before the loop runs.
+Cost while_cost(const ir::Equation& eq) { return program_cost(*eq.subprograms.at(0)); }
+
+// stop_gradient: an identity whose cotangent is zero (jax.lax.stop_gradient).
+std::vector<Tensor> stop_gradient_vjp(const ir::Equation&, std::span<const Tensor>, std::span<const Tensor>,
+                                      std::span<const Tensor>) {
+  return {Tensor()};
+}
+
 }  // namespace
 
 void register_control_flow(Table& t) {
+  t[static_cast<size_t>(Primitive::stop_gradient)] =
+      PrimitiveInfo{.prim = Primitive::stop_gradient, .name = "stop_gradient", .num_inputs = 1,
+                    .params = ir::NoParams{}, .shape_rule = checkpoint_name_rule, .cost_rule = free_cost,
+                    .vjp_rule = stop_gradient_vjp, .in_place = in_place_over({0})};  // an identity
   t[static_cast<size_t>(Primitive::scan)] =
       PrimitiveInfo{.prim = Primitive::scan, .name = "scan", .num_inputs = -1, .params = ir::ScanParams{},
                     .body_shape_rule = scan_rule, .body_cost_rule = scan_cost, .in_place = kNoInPlace};
@@ -96,6 +198,15 @@ void register_control_flow(Table& t) {
       PrimitiveInfo{.prim = Primitive::checkpoint, .name = "checkpoint", .num_inputs = -1,
                     .params = ir::CheckpointParams{}, .body_shape_rule = checkpoint_rule,
                     .body_cost_rule = checkpoint_cost, .in_place = kNoInPlace};
+  t[static_cast<size_t>(Primitive::custom_vjp)] =
+      PrimitiveInfo{.prim = Primitive::custom_vjp, .name = "custom_vjp", .num_inputs = -1, .params = ir::NoParams{},
+                    .body_shape_rule = custom_vjp_rule, .body_cost_rule = custom_vjp_cost, .in_place = kNoInPlace};
+  t[static_cast<size_t>(Primitive::cond)] =
+      PrimitiveInfo{.prim = Primitive::cond, .name = "cond", .num_inputs = -1, .params = ir::NoParams{},
+                    .body_shape_rule = cond_rule, .body_cost_rule = cond_cost, .in_place = kNoInPlace};
+  t[static_cast<size_t>(Primitive::while_loop)] =
+      PrimitiveInfo{.prim = Primitive::while_loop, .name = "while_loop", .num_inputs = -1, .params = ir::NoParams{},
+                    .body_shape_rule = while_rule, .body_cost_rule = while_cost, .in_place = kNoInPlace};
   t[static_cast<size_t>(Primitive::checkpoint_name)] =
       PrimitiveInfo{.prim = Primitive::checkpoint_name, .name = "checkpoint_name", .num_inputs = 1,
                     .params = ir::NoParams{}, .shape_rule = checkpoint_name_rule, .cost_rule = free_cost,

@@ -90,6 +90,60 @@ std::vector<ir::Type> select_rule(std::span<const ir::Type> in, const ir::Params
   return {out};
 }
 
+// rem: numeric operands, as the other binary ops.
+// logical_and/or/xor: bool (logical) or i32 (bitwise) operands of one shape.
+std::vector<ir::Type> logical_binary_rule(std::span<const ir::Type> in, const ir::Params&) {
+  check_operands(in);
+  ir::Type out = binary_result(in[0], in[1]);
+  if (out.dtype != DType::boolean && out.dtype != DType::i32)
+    invalid(fmt::format("requires bool or i32 operands, got {}", dtype_name(out.dtype)));
+  return {out};
+}
+
+std::vector<ir::Type> logical_not_rule(std::span<const ir::Type> in, const ir::Params&) {
+  check_operands(in);
+  if (in[0].dtype != DType::boolean && in[0].dtype != DType::i32)
+    invalid(fmt::format("requires a bool or i32 operand, got {}", dtype_name(in[0].dtype)));
+  return {in[0]};
+}
+
+// Shifts work on the bits of i32 values (shift amounts outside [0, 32) give 0, as in XLA).
+std::vector<ir::Type> shift_rule(std::span<const ir::Type> in, const ir::Params&) {
+  check_operands(in);
+  ir::Type out = binary_result(in[0], in[1]);
+  if (out.dtype != DType::i32) invalid(fmt::format("requires i32 operands, got {}", dtype_name(out.dtype)));
+  return {out};
+}
+
+// clamp(lo, x, hi): lo and hi have x's dtype and x's shape or rank 0.
+std::vector<ir::Type> clamp_rule(std::span<const ir::Type> in, const ir::Params&) {
+  check_operands(in);
+  const ir::Type &lo = in[0], &x = in[1], &hi = in[2];
+  if (x.dtype == DType::boolean) invalid("not defined for bool operands");
+  for (const ir::Type* b : {&lo, &hi}) {
+    if (b->dtype != x.dtype)
+      invalid(fmt::format("bound dtype {} differs from the operand's {}", dtype_name(b->dtype), dtype_name(x.dtype)));
+    if (b->rank() != 0 && b->shape != x.shape)
+      invalid(fmt::format("bound shape {} is neither rank 0 nor the operand's {}", shape_string(b->shape),
+                          shape_string(x.shape)));
+  }
+  return {x};
+}
+
+// bitcast_convert_type: the same bytes read as a dtype of the same width.
+std::vector<ir::Type> bitcast_rule(std::span<const ir::Type> in, const ir::Params& params) {
+  check_operands(in);
+  const auto& p = detail::params_as<ir::ConvertParams>(params);
+  ir::check_dtype(p.new_dtype, "bitcast_convert_type");
+  if (dtype_size(p.new_dtype) != dtype_size(in[0].dtype) || in[0].dtype == DType::boolean ||
+      p.new_dtype == DType::boolean)
+    invalid(fmt::format("cannot reinterpret {} as {} (needs two non-bool dtypes of the same width)",
+                        dtype_name(in[0].dtype), dtype_name(p.new_dtype)));
+  ir::Type out = in[0];
+  out.dtype = p.new_dtype;
+  return {out};
+}
+
 std::vector<ir::Type> convert_rule(std::span<const ir::Type> in, const ir::Params& params) {
   check_operands(in);
   const auto& p = detail::params_as<ir::ConvertParams>(params);
@@ -121,6 +175,14 @@ void register_elementwise(Table& t) {
   put(t, P::rsqrt, "rsqrt", 1, unary_floating_rule, in_place_over({0}));
   put(t, P::abs, "abs", 1, unary_signed_rule, in_place_over({0}));
   put(t, P::sign, "sign", 1, unary_signed_rule, in_place_over({0}));
+  put(t, P::erf, "erf", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::erf_inv, "erf_inv", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::log1p, "log1p", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::expm1, "expm1", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::floor, "floor", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::ceil, "ceil", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::round, "round", 1, unary_floating_rule, in_place_over({0}));
+  put(t, P::logical_not, "not", 1, logical_not_rule, in_place_over({0}));
 
   put(t, P::add, "add", 2, binary_rule, in_place_over({0, 1}));
   put(t, P::sub, "sub", 2, binary_rule, in_place_over({0, 1}));
@@ -129,6 +191,12 @@ void register_elementwise(Table& t) {
   put(t, P::max, "max", 2, binary_rule, in_place_over({0, 1}));
   put(t, P::min, "min", 2, binary_rule, in_place_over({0, 1}));
   put(t, P::pow, "pow", 2, binary_rule, in_place_over({0, 1}));
+  put(t, P::rem, "rem", 2, binary_rule, in_place_over({0, 1}));
+  put(t, P::logical_and, "and", 2, logical_binary_rule, in_place_over({0, 1}));
+  put(t, P::logical_or, "or", 2, logical_binary_rule, in_place_over({0, 1}));
+  put(t, P::logical_xor, "xor", 2, logical_binary_rule, in_place_over({0, 1}));
+  put(t, P::shift_left, "shift_left", 2, shift_rule, in_place_over({0, 1}));
+  put(t, P::shift_right_logical, "shift_right_logical", 2, shift_rule, in_place_over({0, 1}));
 
   put(t, P::eq, "eq", 2, equality_rule, kNoInPlace);  // bool out
   put(t, P::ne, "ne", 2, equality_rule, kNoInPlace);  // bool out
@@ -138,6 +206,8 @@ void register_elementwise(Table& t) {
   put(t, P::ge, "ge", 2, ordering_rule, kNoInPlace);  // bool out
 
   put(t, P::select, "select", 3, select_rule, in_place_over({1, 2}));
+  put(t, P::clamp, "clamp", 3, clamp_rule, in_place_over({1}));
+  put(t, P::bitcast_convert_type, "bitcast_convert_type", 1, bitcast_rule, in_place_over({0}), ir::ConvertParams{});
   put(t, P::convert_element_type, "convert_element_type", 1, convert_rule, kNoInPlace, ir::ConvertParams{});
 }
 

@@ -14,8 +14,10 @@ void register_shape_ops(Table& t);    // iota, constant, broadcast_in_dim, resha
 void register_reductions(Table& t);   // reduce_sum, reduce_max
 void register_dot(Table& t);          // dot_general
 void register_indexing(Table& t);     // slice, dynamic_slice, dynamic_update_slice, concatenate
-void register_memory(Table& t);       // device_put
-void register_control_flow(Table& t); // scan, checkpoint, checkpoint_name
+void register_gather_scatter(Table& t);  // gather, scatter_add
+void register_random(Table& t);       // threefry2x32
+void register_memory(Table& t);       // device_put, stop_gradient
+void register_control_flow(Table& t); // scan, checkpoint, checkpoint_name, custom_vjp, cond, while_loop
 void register_copies(Table& t);       // copy_start, copy_done
 
 inline void set_vjp(Table& t, Primitive p, VjpRule rule) { t[static_cast<size_t>(p)].vjp_rule = rule; }
@@ -24,5 +26,6 @@ inline void set_vjp(Table& t, Primitive p, VjpRule rule) { t[static_cast<size_t>
 // trace its body).
 void register_elementwise_vjps(Table& t);  // elementwise_vjp.cpp
 void register_structural_vjps(Table& t);   // structural_vjp.cpp: shape, reductions, dot, indexing, memory
+void register_new_op_vjps(Table& t);       // model_vjp.cpp: reductions by index, cumulative, gather/scatter, clamp, ...
 
 }  // namespace ferry::prims

@@ -1,4 +1,6 @@
-// Reductions over a set of axes; the output drops those axes (no keepdims in the IR).
+// Reductions over a set of axes (the output drops those axes: no keepdims in the IR), index
+// reductions (argmax, argmin) over one axis, and cumulative ones (cumsum, cummax, cummin) that keep
+// the shape.
 #include <fmt/format.h>
 
 #include "prims/families.h"
@@ -33,12 +35,44 @@ Cost reduce_cost(std::span<const ir::Type> in, std::span<const ir::Type> out, co
               .bytes_written = detail::bytes_of(out)};
 }
 
+// argmax/argmin: i32 index along a non-empty axis (an empty one has no first maximum).
+std::vector<ir::Type> arg_reduce_rule(std::span<const ir::Type> in, const ir::Params& params) {
+  MemoryKind kind = detail::check_operands(in);
+  int64_t axis = detail::params_as<ir::ArgReduceParams>(params).axis;
+  const ir::Type& x = in[0];
+  if (x.dtype == DType::boolean) invalid("not defined for bool operands");
+  detail::check_axis(axis, x.rank(), "axis");
+  if (x.shape[static_cast<size_t>(axis)] == 0) invalid(fmt::format("axis {} has size 0", axis));
+  Shape out = x.shape;
+  out.erase(out.begin() + axis);
+  return {ir::Type{DType::i32, out, kind}};
+}
+
+std::vector<ir::Type> cumulative_rule(std::span<const ir::Type> in, const ir::Params& params) {
+  detail::check_operands(in);
+  int64_t axis = detail::params_as<ir::CumulativeParams>(params).axis;
+  if (in[0].dtype == DType::boolean) invalid("not defined for bool operands");
+  detail::check_axis(axis, in[0].rank(), "axis");
+  return {in[0]};
+}
+
 }  // namespace
 
 void register_reductions(Table& t) {
-  for (auto [p, name] : {std::pair{Primitive::reduce_sum, "reduce_sum"}, std::pair{Primitive::reduce_max, "reduce_max"}})
+  for (auto [p, name] : {std::pair{Primitive::reduce_sum, "reduce_sum"}, std::pair{Primitive::reduce_max, "reduce_max"},
+                         std::pair{Primitive::reduce_min, "reduce_min"}})
     t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = 1, .params = ir::ReduceParams{},
                                               .shape_rule = reduce_rule, .cost_rule = reduce_cost, .in_place = kNoInPlace};
+  for (auto [p, name] : {std::pair{Primitive::argmax, "argmax"}, std::pair{Primitive::argmin, "argmin"}})
+    t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = 1, .params = ir::ArgReduceParams{},
+                                              .shape_rule = arg_reduce_rule, .cost_rule = reduce_cost,
+                                              .in_place = kNoInPlace};
+  // A running combination reads each element once and writes it once; the kernel may run in place.
+  for (auto [p, name] : {std::pair{Primitive::cumsum, "cumsum"}, std::pair{Primitive::cummax, "cummax"},
+                         std::pair{Primitive::cummin, "cummin"}})
+    t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = 1, .params = ir::CumulativeParams{},
+                                              .shape_rule = cumulative_rule, .cost_rule = reduce_cost,
+                                              .in_place = in_place_over({0})};
 }
 
 }  // namespace ferry::prims

@@ -15,11 +15,14 @@ Table build_table() {
   register_reductions(t);
   register_dot(t);
   register_indexing(t);
+  register_gather_scatter(t);
+  register_random(t);
   register_memory(t);
   register_control_flow(t);
   register_copies(t);
   register_elementwise_vjps(t);
   register_structural_vjps(t);
+  register_new_op_vjps(t);
   for (int i = 0; i < kNumPrimitives; ++i) {
     if ((t[i].shape_rule == nullptr) == (t[i].body_shape_rule == nullptr) ||
         (t[i].cost_rule == nullptr) == (t[i].body_cost_rule == nullptr) || static_cast<int>(t[i].prim) != i ||

@@ -90,8 +90,9 @@ std::unique_ptr<Executable::State> Executable::make_state() const {
     b.state = bodies_[e]->make_state();
     b.frame.inputs.resize(body.inputs.size() + bp.prefetched.size());
     b.frame.outputs.resize(body.outputs.size() + bp.postponed.size());
-    if (eq.prim == Primitive::scan) {
-      const auto nc = static_cast<size_t>(std::get<ir::ScanParams>(eq.params).num_carry);
+    if (eq.prim == Primitive::scan || eq.prim == Primitive::while_loop) {
+      const auto nc = eq.prim == Primitive::scan ? static_cast<size_t>(std::get<ir::ScanParams>(eq.params).num_carry)
+                                                 : body.outputs.size();
       b.carry.resize(nc);
       b.out_carry.resize(nc);
       b.scratch.resize(nc);
@@ -143,6 +144,39 @@ void Executable::run_call(size_t e, const Frame& f, State& st) const {
   for (size_t i = 0; i < eq.inputs.size(); ++i) b.frame.inputs[i] = address(f, eq.inputs[i]);
   for (size_t i = 0; i < eq.outputs.size(); ++i) b.frame.outputs[i] = address(f, eq.outputs[i]);
   bodies_[e]->execute(b.frame, *b.state);
+}
+
+// while_loop: the carries (the predicate first) alternate between the outputs and the scratch
+// buffers; the trip count is known only at the end, so the last carry is copied into the outputs
+// when it ended in the scratch buffers.
+void Executable::run_while(size_t e, const Frame& f, State& st) const {
+  const ir::Equation& eq = program_->equations[e];
+  const ir::Program& body = bodies_[e]->program();
+  const size_t nc = body.outputs.size();
+  const compiler::BodyPlan& bp = *plan_->bodies[e];
+  State::Body& b = st.bodies[e];
+  Frame& step = b.frame;
+  enter_body(e, f, step);
+  for (size_t j = 0; j < nc; ++j) {
+    b.carry[j] = address(f, eq.inputs[j]);
+    b.out_carry[j] = address(f, eq.outputs[j]);
+    b.scratch[j] = buffer_address(f, bp.carry_scratch[j]);
+  }
+  for (size_t j = nc; j < eq.inputs.size(); ++j) step.inputs[j] = address(f, eq.inputs[j]);
+  bool to_output = true;
+  while (*static_cast<const bool*>(b.carry[0])) {
+    for (size_t j = 0; j < nc; ++j) {
+      step.inputs[j] = b.carry[j];
+      step.outputs[j] = to_output ? b.out_carry[j] : b.scratch[j];
+    }
+    bodies_[e]->execute(step, *b.state);
+    for (size_t j = 0; j < nc; ++j) b.carry[j] = step.outputs[j];
+    to_output = !to_output;
+  }
+  for (size_t j = 0; j < nc; ++j) {
+    const auto bytes = static_cast<size_t>(program_->type(eq.outputs[j]).size_bytes());
+    if (bytes && b.carry[j] != b.out_carry[j]) std::memcpy(b.out_carry[j], b.carry[j], bytes);
+  }
 }
 
 void Executable::run_scan(size_t e, const Frame& f, State& st) const {
@@ -269,6 +303,7 @@ void Executable::execute(const Frame& f, State& st) const {
         throw Error(ErrorCode::internal, "memory plan: a copy's result is not where its copy_start wrote");
     } else if (bodies_[e]) {
       if (eq.prim == Primitive::scan) run_scan(e, f, st);
+      else if (eq.prim == Primitive::while_loop) run_while(e, f, st);
       else run_call(e, f, st);
     } else {
       for (size_t i = 0; i < eq.inputs.size(); ++i) st.in[i] = {address(f, eq.inputs[i]), &p.type(eq.inputs[i])};

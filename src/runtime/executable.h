@@ -70,6 +70,7 @@ class Executable {
   void* address(const Frame& frame, ir::ValueId v) const;
   char* buffer_address(const Frame& frame, int buffer) const;
   void run_scan(size_t e, const Frame& frame, State& state) const;
+  void run_while(size_t e, const Frame& frame, State& state) const;
   void run_call(size_t e, const Frame& frame, State& state) const;
   void start_copy(size_t e, const Frame& frame, State& state) const;
   void enter_body(size_t e, const Frame& frame, Frame& body) const;

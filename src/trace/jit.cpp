@@ -9,6 +9,7 @@
 #include "compiler/memory_analysis.h"
 #include "compiler/memory_plan.h"
 #include "compiler/pipeline.h"
+#include "transforms/lower_calls.h"
 #include "ferry/error.h"
 #include "ferry/jit.h"
 #include "ir/parser.h"
@@ -102,7 +103,7 @@ Compiled Lowered::compile(const CompileOptions& options) const {
   compiler::PlanOptions plan_options;
   plan_options.workspace = runtime::workspace_sizes(options.backend);
   plan_options.donated = impl_->donated;
-  auto program = compiler::run_pipeline(*impl_->program, options, {}, plan_options);
+  auto program = compiler::run_pipeline(*transforms::lower_calls(impl_->program), options, {}, plan_options);
   auto plan = compiler::plan_memory(*program, /*outputs_external=*/false, plan_options);
   compiler::check_device_limit(*program, *plan, options.device_memory_limit);
   runtime::ExecutableOptions run_options{impl_->donated, options.checked};

@@ -96,6 +96,47 @@ Tensor rsqrt(const Tensor& x) { return unary(Primitive::rsqrt, x); }
 Tensor abs(const Tensor& x) { return unary(Primitive::abs, x); }
 Tensor sign(const Tensor& x) { return unary(Primitive::sign, x); }
 
+Tensor erf(const Tensor& x) { return unary(Primitive::erf, x); }
+Tensor erf_inv(const Tensor& x) { return unary(Primitive::erf_inv, x); }
+Tensor log1p(const Tensor& x) { return unary(Primitive::log1p, x); }
+Tensor expm1(const Tensor& x) { return unary(Primitive::expm1, x); }
+Tensor floor(const Tensor& x) { return unary(Primitive::floor, x); }
+Tensor ceil(const Tensor& x) { return unary(Primitive::ceil, x); }
+Tensor round(const Tensor& x) { return unary(Primitive::round, x); }
+Tensor logical_not(const Tensor& x) { return unary(Primitive::logical_not, x); }
+Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(Primitive::logical_and, a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(Primitive::logical_or, a, b); }
+Tensor logical_xor(const Tensor& a, const Tensor& b) { return binary(Primitive::logical_xor, a, b); }
+Tensor shift_left(const Tensor& x, const Tensor& amount) { return binary(Primitive::shift_left, x, amount); }
+Tensor shift_right_logical(const Tensor& x, const Tensor& amount) {
+  return binary(Primitive::shift_right_logical, x, amount);
+}
+Tensor bitcast_convert_type(const Tensor& x, DType dtype) {
+  tracer_of(x, "bitcast_convert_type");
+  if (x.dtype() == dtype) return x;
+  return active().bind1(Primitive::bitcast_convert_type, ir::ConvertParams{dtype}, {x});
+}
+Tensor rem(const Tensor& a, const Tensor& b) { return binary(Primitive::rem, a, b); }
+Tensor rem(const Tensor& a, double b) { return binary(Primitive::rem, a, b); }
+Tensor clamp(const Tensor& lo, const Tensor& x, const Tensor& hi) {
+  tracer_of(lo, "clamp");
+  tracer_of(x, "clamp");
+  tracer_of(hi, "clamp");
+  if (lo.dtype() != x.dtype() || hi.dtype() != x.dtype())
+    invalid(fmt::format("clamp: bounds {} and {} must have the operand's dtype ({})", lo.type_string(),
+                        hi.type_string(), x.type_string()));
+  Tensor xb = broadcast_to(x, broadcast_shapes(lo, x, "clamp"));
+  xb = broadcast_to(xb, broadcast_shapes(xb, hi, "clamp"));
+  return active().bind1(Primitive::clamp, ir::NoParams{}, {broadcast_to(lo, xb.shape()), xb, broadcast_to(hi, xb.shape())});
+}
+Tensor clamp(double lo, const Tensor& x, double hi) {
+  return clamp(literal_like(x, lo, "clamp"), x, literal_like(x, hi, "clamp"));
+}
+Tensor stop_gradient(const Tensor& x) {
+  tracer_of(x, "stop_gradient");
+  return active().bind1(Primitive::stop_gradient, ir::NoParams{}, {x});
+}
+
 Tensor add(const Tensor& a, const Tensor& b) { return binary(Primitive::add, a, b); }
 Tensor sub(const Tensor& a, const Tensor& b) { return binary(Primitive::sub, a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary(Primitive::mul, a, b); }
@@ -136,6 +177,24 @@ Tensor where(const Tensor& pred, const Tensor& on_true, double on_false) {
 }
 Tensor where(const Tensor& pred, double on_true, const Tensor& on_false) {
   return where(pred, literal_like(on_false, on_true, "select"), on_false);
+}
+
+Tensor select_n(const Tensor& which, const std::vector<Tensor>& cases) {
+  tracer_of(which, "select_n");
+  if (cases.empty()) invalid("select_n: needs at least one case");
+  if (which.dtype() == DType::boolean) {
+    if (cases.size() > 2) invalid(fmt::format("select_n: a bool selector picks from 2 cases, got {}", cases.size()));
+    return cases.size() == 1 ? cases[0] : where(which, cases[1], cases[0]);
+  }
+  if (which.dtype() != DType::i32)
+    invalid(fmt::format("select_n: the selector must be bool or i32, got {}", which.type_string()));
+  // cases[n-1] where which >= n-1, then each lower case where which equals its index.
+  Tensor r = cases.back();
+  for (size_t i = cases.size() - 1; i-- > 0;) {
+    Tensor idx = literal_like(which, static_cast<double>(i), "select_n");
+    r = where(i == 0 ? le(which, idx) : eq(which, idx), cases[i], r);
+  }
+  return r;
 }
 
 Tensor operator-(const Tensor& x) { return neg(x); }
@@ -221,15 +280,31 @@ Tensor min(const Tensor& x) {
   tracer_of(x, "reduce_min");
   return reduce_min(x, all_axes(x));
 }
-// There is no reduce_min primitive. Negation reverses the order of floats exactly (NaN included),
-// so min is -max(-x) and differentiates through reduce_max's rule; for i32, where -INT32_MIN
-// overflows, -1 - x (bitwise not) reverses the order without overflow.
-Tensor reduce_min(const Tensor& x, const Axes& axes) {
-  tracer_of(x, "reduce_min");
-  if (x.dtype() == DType::boolean) invalid(fmt::format("reduce_min: needs a numeric dtype, got {}", x.type_string()));
-  if (x.dtype() == DType::i32) return -1.0 - reduce_max(-1.0 - x, axes);
-  return neg(reduce_max(neg(x), axes));
+Tensor reduce_min(const Tensor& x, const Axes& axes) { return reduce(Primitive::reduce_min, x, axes); }
+
+Tensor argmax(const Tensor& x, int64_t axis) {
+  tracer_of(x, "argmax");
+  return active().bind1(Primitive::argmax, ir::ArgReduceParams{normalize_axis(axis, x.rank(), "argmax")}, {x});
 }
+Tensor argmin(const Tensor& x, int64_t axis) {
+  tracer_of(x, "argmin");
+  return active().bind1(Primitive::argmin, ir::ArgReduceParams{normalize_axis(axis, x.rank(), "argmin")}, {x});
+}
+Tensor argmax(const Tensor& x) {
+  tracer_of(x, "argmax");
+  return argmax(reshape(x, {-1}), 0);
+}
+Tensor argmin(const Tensor& x) {
+  tracer_of(x, "argmin");
+  return argmin(reshape(x, {-1}), 0);
+}
+static Tensor cumulative(Primitive p, const Tensor& x, int64_t axis, bool reverse) {
+  tracer_of(x, primitive_name(p));
+  return active().bind1(p, ir::CumulativeParams{normalize_axis(axis, x.rank(), primitive_name(p)), reverse}, {x});
+}
+Tensor cumsum(const Tensor& x, int64_t axis, bool reverse) { return cumulative(Primitive::cumsum, x, axis, reverse); }
+Tensor cummax(const Tensor& x, int64_t axis, bool reverse) { return cumulative(Primitive::cummax, x, axis, reverse); }
+Tensor cummin(const Tensor& x, int64_t axis, bool reverse) { return cumulative(Primitive::cummin, x, axis, reverse); }
 Tensor min(const Tensor& x, const Axes& axes) { return reduce_min(x, axes); }
 
 Tensor reshape(const Tensor& x, const Shape& shape) {

@@ -82,14 +82,14 @@ bool decided_by_name(const ir::Equation& eq, const ir::Program& program, const P
   return decide(policy, unnamed, program) != d;
 }
 
-// A copy of `program` with the policy's decision on every equation; scan bodies are annotated too,
-// nested checkpoint bodies keep the decisions of their own policy.
+// A copy of `program` with the policy's decision on every equation; scan, custom_vjp and cond bodies
+// are annotated too, nested checkpoint bodies keep the decisions of their own policy.
 std::shared_ptr<const ir::Program> annotate(const ir::Program& program, const Policy& policy) {
   auto out = std::make_shared<ir::Program>(program);
   for (ir::Equation& eq : out->equations) {
     eq.decision = decide(policy, eq, *out);
     eq.decision.by_name = decided_by_name(eq, *out, policy, eq.decision);
-    if (eq.prim == Primitive::scan)
+    if (eq.prim == Primitive::scan || eq.prim == Primitive::custom_vjp || eq.prim == Primitive::cond)
       for (auto& body : eq.subprograms) body = annotate(*body, policy);
   }
   return out;

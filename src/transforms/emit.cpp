@@ -9,6 +9,16 @@ namespace ferry::transforms {
 
 ir::Type type_of(const Tensor& t) { return t.tracer()->type(t.id()); }
 
+std::vector<ir::Type> defined_types(const std::vector<Tensor>& ts, std::string_view op, std::string_view what) {
+  std::vector<ir::Type> out;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    if (!ts[i].defined())
+      throw Error(ErrorCode::invalid_argument, fmt::format("{}: {} {} is an undefined Tensor", op, what, i));
+    out.push_back(type_of(ts[i]));
+  }
+  return out;
+}
+
 ClosedProgram trace_closed(const std::string& name, const std::vector<ir::Type>& input_types, const TracedFn& fn) {
   detail::current_tracer(name);  // a child needs a parent
   auto tracer = std::make_shared<detail::Tracer>(name, /*child=*/true);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ferry/tensor.h"
@@ -33,5 +34,7 @@ std::vector<Tensor> emit(const ir::Program& program, const std::vector<Tensor>& 
 
 // The tensor type of t.
 ir::Type type_of(const Tensor& t);
+// The types of ts; INVALID_ARGUMENT "<op>: <what> <i> is an undefined Tensor" for an undefined one.
+std::vector<ir::Type> defined_types(const std::vector<Tensor>& ts, std::string_view op, std::string_view what);
 
 }  // namespace ferry::transforms

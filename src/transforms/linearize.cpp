@@ -23,6 +23,8 @@ void inherit_decision(detail::Tracer& tracer, size_t first, const ir::Equation& 
 const ControlFlowVjp* control_flow_vjp(Primitive p) {
   if (p == Primitive::scan) return &kScanVjp;
   if (p == Primitive::checkpoint) return &kCheckpointVjp;
+  if (p == Primitive::custom_vjp) return &kCustomVjpVjp;
+  if (p == Primitive::cond) return &kCondVjp;
   return nullptr;
 }
 

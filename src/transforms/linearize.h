@@ -49,6 +49,8 @@ struct ControlFlowVjp {
 const ControlFlowVjp* control_flow_vjp(Primitive p);
 extern const ControlFlowVjp kScanVjp;        // scan_vjp.cpp
 extern const ControlFlowVjp kCheckpointVjp;  // checkpoint_vjp.cpp
+extern const ControlFlowVjp kCustomVjpVjp;   // custom_vjp.cpp
+extern const ControlFlowVjp kCondVjp;        // cond.cpp
 
 // The joint program of `body`: J(inputs..., cotangents of outputs...) = (outputs..., cotangents of
 // inputs...), traced as a child of the current trace by linearizing body (zeros where no cotangent

@@ -204,6 +204,12 @@ TEST(Printer, GoldenEveryParamsStruct) {
       {DevicePutParams{MemoryKind::unpinned_host}, "[dst=unpinned_host]"},
       {ScanParams{8, true, 1, 2}, "[length=8, reverse=true, num_carry=1, num_xs=2]"},
       {CheckpointParams{false}, "[prevent_cse=false]"},
+      {ArgReduceParams{1}, "[axis=1]"},
+      {CumulativeParams{0, true}, "[axis=0, reverse=true]"},
+      {GatherParams{{1}, {0}, {0}, {1, 4}, kGatherClip},
+       "[offset_dims=[1], collapsed_slice_dims=[0], start_index_map=[0], slice_sizes=[1,4], mode=0]"},
+      {ScatterParams{{1}, {0}, {0}, kGatherFill},
+       "[update_window_dims=[1], inserted_window_dims=[0], scatter_dims_to_operand_dims=[0], mode=1]"},
   };
   std::vector<bool> seen(std::variant_size_v<Params>, false);
   for (const auto& [params, text] : cases) {
@@ -239,6 +245,10 @@ TEST(Printer, RoundTripEveryParamsStruct) {
       ScanParams{64, true, 3, 1},
       CheckpointParams{true},
       CheckpointParams{false},
+      ArgReduceParams{2},
+      CumulativeParams{1, false},
+      GatherParams{{}, {0, 1}, {0, 1}, {1, 1}, kGatherFillZero},
+      ScatterParams{{1, 2}, {}, {0}, kGatherClip},
       // Extreme integers survive (the verifier, not the text form, judges them).
       ReduceParams{{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), -1}},
   };

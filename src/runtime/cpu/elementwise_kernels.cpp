@@ -8,6 +8,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/dtype_dispatch.h"
@@ -72,6 +73,14 @@ inline int32_t int_div(int32_t a, int32_t b) {
   return a / b;
 }
 
+// Remainder with the dividend's sign; by zero gives the dividend and INT_MIN % -1 gives 0 (XLA's
+// results), neither traps.
+inline int32_t int_rem(int32_t a, int32_t b) {
+  if (b == 0) return a;
+  if (b == -1) return 0;
+  return a % b;
+}
+
 // Exponentiation by squaring, wrapping on overflow. A negative exponent gives the truncated
 // quotient 1 / a^-b: 1 for a == 1, +-1 for a == -1, 0 otherwise (also for a == 0).
 inline int32_t int_pow(int32_t a, int32_t b) {
@@ -87,6 +96,33 @@ inline int32_t int_pow(int32_t a, int32_t b) {
 // max/min propagate NaN from either side, as XLA does.
 template <class C> inline C max_nan(C a, C b) { return ((a > b) | (a != a)) ? a : b; }
 template <class C> inline C min_nan(C a, C b) { return ((a < b) | (a != a)) ? a : b; }
+
+// erf_inv: for f32 the polynomial of M. Giles ("Approximating the erfinv function", GPU Gems),
+// the one XLA uses, so results match JAX's closely; f64 refines it with two Newton steps on erf.
+inline float erf_inv_giles(float x) {
+  static constexpr float kSmall[9] = {2.81022636e-08f, 3.43273939e-07f, -3.5233877e-06f, -4.39150654e-06f,
+                                      0.00021858087f,  -0.00125372503f, -0.00417768164f, 0.246640727f,
+                                      1.50140941f};
+  static constexpr float kLarge[9] = {-0.000200214257f, 0.000100950558f, 0.00134934322f, -0.00367342844f,
+                                      0.00573950773f,   -0.0076224613f,  0.00943887047f, 1.00167406f,
+                                      2.83297682f};
+  if (std::fabs(x) == 1.0f) return x * std::numeric_limits<float>::infinity();
+  float w = -std::log1p(-x * x);
+  const bool small = w < 5.0f;
+  const float* c = small ? kSmall : kLarge;
+  w = small ? w - 2.5f : std::sqrt(w) - 3.0f;
+  float p = c[0];
+  for (int i = 1; i < 9; ++i) p = std::fma(p, w, c[i]);  // XLA contracts c + p * w into one multiply-add
+  return p * x;
+}
+inline double erf_inv_of(double x) {
+  if (!(std::fabs(x) < 1.0)) return std::fabs(x) == 1.0 ? x * std::numeric_limits<double>::infinity() : NAN;
+  double y = erf_inv_giles(static_cast<float>(x));
+  for (int i = 0; i < 2; ++i)  // Newton on erf(y) = x: erf'(y) = 2/sqrt(pi) exp(-y^2)
+    y -= (std::erf(y) - x) / (1.1283791670955126 * std::exp(-y * y));
+  return y;
+}
+inline float erf_inv_of(float x) { return erf_inv_giles(x); }
 
 template <class T> void unary_float(const ir::Equation& eq, const T* x, T* y, int64_t n) {
   using C = compute_t<T>;
@@ -104,6 +140,13 @@ template <class T> void unary_float(const ir::Equation& eq, const T* x, T* y, in
     case P::abs: return map1(x, y, n, [](C v) { return std::fabs(v); });
     // +-0 and NaN are their own sign.
     case P::sign: return map1(x, y, n, [](C v) { return v > C(0) ? C(1) : v < C(0) ? C(-1) : v; });
+    case P::erf: return map1(x, y, n, [](C v) { return std::erf(v); });
+    case P::erf_inv: return map1(x, y, n, [](C v) { return erf_inv_of(v); });
+    case P::log1p: return map1(x, y, n, [](C v) { return std::log1p(v); });
+    case P::expm1: return map1(x, y, n, [](C v) { return std::expm1(v); });
+    case P::floor: return map1(x, y, n, [](C v) { return std::floor(v); });
+    case P::ceil: return map1(x, y, n, [](C v) { return std::ceil(v); });
+    case P::round: return map1(x, y, n, [](C v) { return std::round(v); });
     default: kernel_bug(eq, "not a unary primitive");
   }
 }
@@ -114,6 +157,7 @@ void unary_int(const ir::Equation& eq, const int32_t* x, int32_t* y, int64_t n) 
     case P::neg: return map1(x, y, n, [](int32_t v) { return wrap(0u - u(v)); });
     case P::abs: return map1(x, y, n, [](int32_t v) { return v < 0 ? wrap(0u - u(v)) : v; });  // |INT_MIN| wraps
     case P::sign: return map1(x, y, n, [](int32_t v) { return int32_t{v > 0} - int32_t{v < 0}; });
+    case P::logical_not: return map1(x, y, n, [](int32_t v) { return ~v; });
     default: unsupported_dtype(eq, DType::i32);
   }
 }
@@ -130,6 +174,7 @@ void binary_float(const ir::Equation& eq, const T* a, bool sa, const T* b, bool 
     case P::max: return map2(a, sa, b, sb, y, n, [](C p, C q) { return max_nan(p, q); });
     case P::min: return map2(a, sa, b, sb, y, n, [](C p, C q) { return min_nan(p, q); });
     case P::pow: return map2(a, sa, b, sb, y, n, [](C p, C q) { return std::pow(p, q); });
+    case P::rem: return map2(a, sa, b, sb, y, n, [](C p, C q) { return std::fmod(p, q); });
     default: kernel_bug(eq, "not a binary primitive");
   }
 }
@@ -144,6 +189,14 @@ void binary_int(const ir::Equation& eq, const int32_t* a, bool sa, const int32_t
     case P::max: return map2(a, sa, b, sb, y, n, [](int32_t p, int32_t q) { return std::max(p, q); });
     case P::min: return map2(a, sa, b, sb, y, n, [](int32_t p, int32_t q) { return std::min(p, q); });
     case P::pow: return map2(a, sa, b, sb, y, n, int_pow);
+    case P::rem: return map2(a, sa, b, sb, y, n, int_rem);
+    case P::logical_and: return map2(a, sa, b, sb, y, n, [](int32_t p, int32_t q) { return p & q; });
+    case P::logical_or: return map2(a, sa, b, sb, y, n, [](int32_t p, int32_t q) { return p | q; });
+    case P::logical_xor: return map2(a, sa, b, sb, y, n, [](int32_t p, int32_t q) { return p ^ q; });
+    case P::shift_left:
+      return map2(a, sa, b, sb, y, n, [](int32_t p, int32_t q) { return u(q) < 32u ? wrap(u(p) << u(q)) : 0; });
+    case P::shift_right_logical:
+      return map2(a, sa, b, sb, y, n, [](int32_t p, int32_t q) { return u(q) < 32u ? wrap(u(p) >> u(q)) : 0; });
     default: kernel_bug(eq, "not a binary primitive");
   }
 }
@@ -152,8 +205,11 @@ void binary_int(const ir::Equation& eq, const int32_t* a, bool sa, const int32_t
 void binary_bool(const ir::Equation& eq, const uint8_t* a, bool sa, const uint8_t* b, bool sb, uint8_t* y, int64_t n) {
   using P = Primitive;
   switch (eq.prim) {
-    case P::add: case P::max: return map2(a, sa, b, sb, y, n, [](uint8_t p, uint8_t q) { return uint8_t(p | q); });
-    case P::mul: case P::min: return map2(a, sa, b, sb, y, n, [](uint8_t p, uint8_t q) { return uint8_t(p & q); });
+    case P::add: case P::max: return map2(a, sa, b, sb, y, n, [](uint8_t p, uint8_t q) { return uint8_t((p != 0) | (q != 0)); });
+    case P::mul: case P::min: case P::logical_and:
+      return map2(a, sa, b, sb, y, n, [](uint8_t p, uint8_t q) { return uint8_t((p != 0) & (q != 0)); });
+    case P::logical_or: return map2(a, sa, b, sb, y, n, [](uint8_t p, uint8_t q) { return uint8_t((p != 0) | (q != 0)); });
+    case P::logical_xor: return map2(a, sa, b, sb, y, n, [](uint8_t p, uint8_t q) { return uint8_t((p != 0) ^ (q != 0)); });
     default: unsupported_dtype(eq, DType::boolean);
   }
 }
@@ -227,6 +283,8 @@ void unary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
   visit_dtype(t, [&]<class T>(TypeTag<T>) {
     if constexpr (is_float_v<T>) unary_float(eq, inputs[0].as<T>(), outputs[0].as<T>(), n);
     else if constexpr (std::is_same_v<T, int32_t>) unary_int(eq, inputs[0].as<T>(), outputs[0].as<T>(), n);
+    else if (eq.prim == Primitive::logical_not)  // bool
+      map1(inputs[0].as<uint8_t>(), outputs[0].as<uint8_t>(), n, [](uint8_t v) { return uint8_t(v == 0); });
     else unsupported_dtype(eq, t);
   });
 }
@@ -287,6 +345,40 @@ void select_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
     case 8: return run(TypeTag<uint64_t>{});
   }
   unsupported_dtype(eq, t);
+}
+
+}  // namespace ferry::runtime::cpu
+
+namespace ferry::runtime::cpu {
+namespace {
+
+template <class T> void clamp_typed(const T* lo, bool slo, const T* x, const T* hi, bool shi, T* y, int64_t n) {
+  using C = compute_t<T>;
+  for (int64_t i = 0; i < n; ++i) {
+    // min(max(x, lo), hi) with NaN propagating as XLA's max and min do.
+    C v = load(x[i]), l = load(lo[slo ? 0 : i]), h = load(hi[shi ? 0 : i]);
+    C m = ((v > l) | (v != v)) ? v : l;
+    y[i] = store<T>(((m < h) | (m != m)) ? m : h);
+  }
+}
+
+}  // namespace
+
+// clamp(lo, x, hi); lo and hi have x's shape or are rank-0.
+void clamp_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                  Workspace&) {
+  expect_arity(eq, inputs, outputs, 3);
+  expect_same_count_or_scalar(eq, inputs, outputs[0]);
+  const DType t = outputs[0].type->dtype;
+  for (const ConstView& in : inputs)
+    if (in.type->dtype != t) kernel_bug(eq, "operand dtypes differ");
+  if (inputs[1].type->num_elements() != outputs[0].type->num_elements()) kernel_bug(eq, "operand and result differ");
+  const int64_t n = outputs[0].type->num_elements();
+  visit_dtype(t, [&]<class T>(TypeTag<T>) {
+    if constexpr (std::is_same_v<T, bool>) unsupported_dtype(eq, t);
+    else clamp_typed(inputs[0].as<T>(), is_scalar(inputs[0]), inputs[1].as<T>(), inputs[2].as<T>(), is_scalar(inputs[2]),
+                     outputs[0].as<T>(), n);
+  });
 }
 
 }  // namespace ferry::runtime::cpu

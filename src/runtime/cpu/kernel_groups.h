@@ -11,10 +11,11 @@ namespace ferry::runtime::cpu {
             Workspace& workspace)
 
 // elementwise_kernels.cpp
-FERRY_CPU_KERNEL(unary_kernel);    // neg exp log sin cos tanh logistic sqrt rsqrt abs sign
+FERRY_CPU_KERNEL(unary_kernel);    // neg exp log sin cos tanh logistic sqrt rsqrt abs sign erf ... not
 FERRY_CPU_KERNEL(binary_kernel);   // add sub mul div max min pow
 FERRY_CPU_KERNEL(compare_kernel);  // eq ne lt le gt ge
 FERRY_CPU_KERNEL(select_kernel);
+FERRY_CPU_KERNEL(clamp_kernel);
 // convert_kernels.cpp
 FERRY_CPU_KERNEL(convert_kernel);
 // shape_kernels.cpp
@@ -24,7 +25,15 @@ FERRY_CPU_KERNEL(broadcast_in_dim_kernel);
 FERRY_CPU_KERNEL(reshape_kernel);
 FERRY_CPU_KERNEL(transpose_kernel);
 // reduce_kernels.cpp
-FERRY_CPU_KERNEL(reduce_kernel);  // reduce_sum reduce_max
+FERRY_CPU_KERNEL(reduce_kernel);  // reduce_sum reduce_max reduce_min
+// axis_kernels.cpp
+FERRY_CPU_KERNEL(arg_reduce_kernel);  // argmax argmin
+FERRY_CPU_KERNEL(cumulative_kernel);  // cumsum cummax cummin
+// gather_kernels.cpp
+FERRY_CPU_KERNEL(gather_kernel);
+FERRY_CPU_KERNEL(scatter_add_kernel);
+// random_kernels.cpp
+FERRY_CPU_KERNEL(threefry_kernel);
 // dot_kernel.cpp
 FERRY_CPU_KERNEL(dot_general_kernel);
 // index_kernels.cpp
@@ -33,7 +42,8 @@ FERRY_CPU_KERNEL(dynamic_slice_kernel);
 FERRY_CPU_KERNEL(dynamic_update_slice_kernel);
 FERRY_CPU_KERNEL(concatenate_kernel);
 // memory_kernels.cpp
-FERRY_CPU_KERNEL(device_put_kernel);
+FERRY_CPU_KERNEL(device_put_kernel);  // device_put checkpoint_name stop_gradient
+FERRY_CPU_KERNEL(bitcast_kernel);
 
 #undef FERRY_CPU_KERNEL
 

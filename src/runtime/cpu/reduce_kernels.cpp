@@ -1,4 +1,4 @@
-// reduce_sum and reduce_max over a set of axes; the result drops those axes (as in XLA).
+// reduce_sum, reduce_max and reduce_min over a set of axes; the result drops those axes (as in XLA).
 //
 // The input is walked once in memory order. Each input dimension has an output stride (0 for a
 // reduced axis); after dropping size-1 dimensions and merging contiguous ones, the innermost loop
@@ -6,7 +6,7 @@
 // pipelines; float max uses explicit SIMD lanes) or combines a contiguous row into a contiguous
 // output row, which vectorises. f16 and bf16
 // accumulate in float and round once; i32 sums wrap. Sum of nothing is 0; max of nothing is -inf
-// (floats), INT32_MIN (i32) or false (bool). max propagates NaN.
+// (floats), INT32_MIN (i32) or false (bool), min of nothing +inf, INT32_MAX or true. max and min propagate NaN.
 //
 // The result is the accumulator where the two have the same size (f32, f64, i32 as uint32, bool as
 // a byte): no scratch. f16 and bf16 accumulate in a float per result element in the workspace.
@@ -56,6 +56,19 @@ struct MaxOp {
     if constexpr (std::is_floating_point_v<A>) return ((a > b) | (a != a)) ? a : b;  // "|", not "||": no branch
     else if constexpr (std::is_same_v<A, uint32_t>) return static_cast<int32_t>(a) > static_cast<int32_t>(b) ? a : b;
     else return a | b;
+  }
+};
+
+struct MinOp {
+  template <class A> static A identity() {
+    if constexpr (std::is_floating_point_v<A>) return std::numeric_limits<A>::infinity();
+    else if constexpr (std::is_same_v<A, uint32_t>) return 0x7fffffffu;  // INT32_MAX
+    else return A(1);
+  }
+  template <class A> static A apply(A a, A b) {
+    if constexpr (std::is_floating_point_v<A>) return ((a < b) | (a != a)) ? a : b;
+    else if constexpr (std::is_same_v<A, uint32_t>) return static_cast<int32_t>(a) < static_cast<int32_t>(b) ? a : b;
+    else return a & b;
   }
 };
 
@@ -243,6 +256,8 @@ void reduce_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
       reduce_typed<SumOp>(dims, inputs[0].as<T>(), outputs[0].as<T>(), out_n, workspace);
     else if (eq.prim == Primitive::reduce_max)
       reduce_typed<MaxOp>(dims, inputs[0].as<T>(), outputs[0].as<T>(), out_n, workspace);
+    else if (eq.prim == Primitive::reduce_min)
+      reduce_typed<MinOp>(dims, inputs[0].as<T>(), outputs[0].as<T>(), out_n, workspace);
     else kernel_bug(eq, "not a reduction");
   });
 }

@@ -1,0 +1,166 @@
+// VJP rules of the primitives models are made of: erf, erf_inv, log1p, expm1, rem, clamp, the
+// rounding and bit-level ones (zero), reduce_min, argmax/argmin, the cumulative reductions, and
+// gather/scatter_add (each other's transpose). Written with traced operations, so they can be
+// differentiated again.
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "ferry/gather.h"
+#include "ferry/tensor.h"
+#include "prims/families.h"
+
+namespace ferry::prims {
+namespace {
+
+using Ts = std::span<const Tensor>;
+using Out = std::vector<Tensor>;
+
+Out zero_vjp(const ir::Equation& eq, Ts, Ts, Ts) { return Out(eq.inputs.size()); }
+
+// d erf(x) = 2/sqrt(pi) exp(-x^2); d erf_inv(x) = sqrt(pi)/2 exp(erf_inv(x)^2).
+Out erf_vjp(const ir::Equation&, Ts x, Ts, Ts g) {
+  return {g[0] * (exp(-(x[0] * x[0])) * (2.0 / std::sqrt(std::numbers::pi)))};
+}
+Out erf_inv_vjp(const ir::Equation&, Ts, Ts y, Ts g) {
+  return {g[0] * (exp(y[0] * y[0]) * (std::sqrt(std::numbers::pi) / 2.0))};
+}
+Out log1p_vjp(const ir::Equation&, Ts x, Ts, Ts g) { return {g[0] / (x[0] + 1.0)}; }
+Out expm1_vjp(const ir::Equation&, Ts, Ts y, Ts g) { return {g[0] * (y[0] + 1.0)}; }
+
+// rem(a, b) = a - b trunc(a / b): d/da = 1, d/db = -trunc(a / b) (as JAX).
+Out rem_vjp(const ir::Equation&, Ts x, Ts, Ts g) {
+  Tensor q = x[0] / x[1];
+  return {g[0], -(g[0] * (sign(q) * floor(abs(q))))};
+}
+
+// As JAX: x takes the cotangent strictly inside (lo, hi); lo where it is above x (and below hi);
+// hi where it is below x.
+Out clamp_vjp(const ir::Equation&, Ts x, Ts, Ts g) {
+  const Tensor &lo = x[0], &v = x[1], &hi = x[2];
+  Tensor zero = zeros_like(g[0]);
+  return {where(logical_and(lo > v, lo < hi), g[0], zero), where(logical_and(v > lo, v < hi), g[0], zero),
+          where(hi < v, g[0], zero)};
+}
+
+Axes kept_dims(int64_t rank, const Axes& axes) {
+  Axes kept;
+  for (int64_t d = 0; d < rank; ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) kept.push_back(d);
+  return kept;
+}
+
+// The minima share the cotangent evenly (as reduce_max's maxima, and JAX).
+Out reduce_min_vjp(const ir::Equation& e, Ts x, Ts y, Ts g) {
+  const auto& axes = std::get<ir::ReduceParams>(e.params).axes;
+  Axes kept = kept_dims(x[0].rank(), axes);
+  Tensor at_min = convert(eq(x[0], broadcast_in_dim(y[0], x[0].shape(), kept)), x[0].dtype());
+  Tensor count = sum(at_min, axes);
+  return {at_min * broadcast_in_dim(g[0] / count, x[0].shape(), kept)};
+}
+
+// A running sum's transpose is the running sum in the other direction.
+Out cumsum_vjp(const ir::Equation& eq, Ts, Ts, Ts g) {
+  const auto& p = std::get<ir::CumulativeParams>(eq.params);
+  return {cumsum(g[0], p.axis, !p.reverse)};
+}
+
+// Index vectors for every element of `along` (i32, x's rank): `along` on `axis`, the element's
+// own position on the other dimensions.
+Tensor full_indices(const Tensor& along, int64_t axis) {
+  Shape col = along.shape();
+  col.push_back(1);
+  std::vector<Tensor> parts;
+  for (int64_t d = 0; d < along.rank(); ++d)
+    parts.push_back(d == axis ? reshape(along, col) : iota(DType::i32, col, d));
+  return along.rank() == 1 ? parts[0] : concatenate(parts, along.rank());
+}
+
+Axes all_dims(int64_t rank) {
+  Axes a;
+  for (int64_t d = 0; d < rank; ++d) a.push_back(d);
+  return a;
+}
+
+// cummax/cummin: each result element's cotangent goes to the element where its running value was
+// first reached (a new running value starts a segment; ties keep the earlier element).
+Out cumulative_extreme_vjp(const ir::Equation& e, Ts x, Ts y, Ts g) {
+  const auto& p = std::get<ir::CumulativeParams>(e.params);
+  const Shape s = x[0].shape();
+  const int64_t a = p.axis, n = s[static_cast<size_t>(a)], r = x[0].rank();
+  if (num_elements(s) == 0) return {g[0]};
+  auto part = [&](int64_t from, int64_t to) {
+    Axes start(static_cast<size_t>(r), 0), limit = s;
+    start[static_cast<size_t>(a)] = from;
+    limit[static_cast<size_t>(a)] = to;
+    return slice(y[0], start, limit);
+  };
+  // The running value one step earlier in the scan's order (the first element compares to itself).
+  Tensor prev = n == 1 ? y[0]
+                : p.reverse ? concatenate({part(1, n), part(n - 1, n)}, a)
+                            : concatenate({part(0, 1), part(0, n - 1)}, a);
+  Tensor pos = iota(DType::i32, s, a);
+  Tensor first = p.reverse ? eq(pos, constant(static_cast<double>(n - 1), s, DType::i32))
+                           : eq(pos, constant(0.0, s, DType::i32));
+  Tensor starts = logical_or(first, ne(prev, y[0]));
+  Tensor source = p.reverse ? cummin(where(starts, pos, constant(static_cast<double>(n - 1), s, DType::i32)), a, true)
+                            : cummax(where(starts, pos, constant(0.0, s, DType::i32)), a);
+  Axes all = all_dims(r);
+  return {scatter_add(zeros_like(x[0]), full_indices(source, a), g[0], {{}, all, all}, GatherScatterMode::clip)};
+}
+
+GatherScatterMode mode_of(int64_t code, bool for_scatter) {
+  if (code == ir::kGatherClip) return GatherScatterMode::clip;
+  return for_scatter ? GatherScatterMode::fill_or_drop : GatherScatterMode::fill_zero_or_drop;
+}
+
+// gather's transpose: the cotangent added back at the gathered windows (dropped where the gather
+// filled).
+Out gather_vjp(const ir::Equation& eq, Ts x, Ts, Ts g) {
+  const auto& p = std::get<ir::GatherParams>(eq.params);
+  return {scatter_add(zeros_like(x[0]), x[1], g[0], {p.offset_dims, p.collapsed_slice_dims, p.start_index_map},
+                      mode_of(p.mode, true)),
+          Tensor()};
+}
+
+// scatter_add's transpose: the operand's cotangent passes through; each update's is the cotangent
+// gathered at its window (zero where the scatter dropped it).
+Out scatter_add_vjp(const ir::Equation& eq, Ts x, Ts, Ts g) {
+  const auto& p = std::get<ir::ScatterParams>(eq.params);
+  const Shape us = x[2].shape();
+  Shape sizes;
+  size_t next = 0;
+  for (int64_t d = 0; d < x[0].rank(); ++d) {
+    if (std::find(p.inserted_window_dims.begin(), p.inserted_window_dims.end(), d) != p.inserted_window_dims.end())
+      sizes.push_back(1);
+    else
+      sizes.push_back(us[static_cast<size_t>(p.update_window_dims[next++])]);
+  }
+  return {g[0], Tensor(),
+          gather(g[0], x[1], {p.update_window_dims, p.inserted_window_dims, p.scatter_dims_to_operand_dims}, sizes,
+                 mode_of(p.mode, false))};
+}
+
+}  // namespace
+
+void register_new_op_vjps(Table& t) {
+  using P = Primitive;
+  set_vjp(t, P::erf, erf_vjp);
+  set_vjp(t, P::erf_inv, erf_inv_vjp);
+  set_vjp(t, P::log1p, log1p_vjp);
+  set_vjp(t, P::expm1, expm1_vjp);
+  set_vjp(t, P::rem, rem_vjp);
+  set_vjp(t, P::clamp, clamp_vjp);
+  // Piecewise constant, or not on floats at all: zero, as in JAX.
+  for (P p : {P::floor, P::ceil, P::round, P::logical_not, P::logical_and, P::logical_or, P::logical_xor,
+              P::shift_left, P::shift_right_logical, P::bitcast_convert_type, P::argmax, P::argmin})
+    set_vjp(t, p, zero_vjp);
+  set_vjp(t, P::reduce_min, reduce_min_vjp);
+  set_vjp(t, P::cumsum, cumsum_vjp);
+  set_vjp(t, P::cummax, cumulative_extreme_vjp);
+  set_vjp(t, P::cummin, cumulative_extreme_vjp);
+  set_vjp(t, P::gather, gather_vjp);
+  set_vjp(t, P::scatter_add, scatter_add_vjp);
+}
+
+}  // namespace ferry::prims

@@ -1,0 +1,117 @@
+// Kernels that walk one axis: argmax and argmin (index of the first extreme; NaN counts as the
+// extreme, as in JAX) and the running reductions cumsum, cummax and cummin (inclusive; may run in
+// place, since element k is read before it is written). The operand is seen as
+// [outer, n, inner] around the axis; f16 and bf16 compute in float, i32 sums wrap.
+#include <cstdint>
+
+#include "runtime/cpu/check.h"
+#include "runtime/cpu/dtype_dispatch.h"
+#include "runtime/cpu/kernel_groups.h"
+
+namespace ferry::runtime::cpu {
+namespace {
+
+struct AxisView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+AxisView around(const ir::Equation& eq, const Shape& shape, int64_t axis) {
+  if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) kernel_bug(eq, "axis out of range");
+  AxisView v;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (static_cast<int64_t>(d) < axis) v.outer *= shape[d];
+    else if (static_cast<int64_t>(d) > axis) v.inner *= shape[d];
+  }
+  v.n = shape[static_cast<size_t>(axis)];
+  return v;
+}
+
+template <class T> void arg_typed(bool is_max, const T* x, int32_t* y, const AxisView& v) {
+  using C = compute_t<T>;
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t i = 0; i < v.inner; ++i) {
+      const T* base = x + o * v.n * v.inner + i;
+      C best = load(base[0]);
+      int32_t at = 0;
+      for (int64_t k = 1; k < v.n; ++k) {
+        const C c = load(base[k * v.inner]);
+        const bool better = is_max ? c > best : c < best;
+        if constexpr (is_float_v<T>) {
+          if (best != best) break;  // the first NaN wins
+          if (better || c != c) best = c, at = static_cast<int32_t>(k);
+        } else if (better) {
+          best = c, at = static_cast<int32_t>(k);
+        }
+      }
+      y[o * v.inner + i] = at;
+    }
+}
+
+// Running combination; `combine` takes and returns the compute type.
+template <class T, class F> void running(const T* x, T* y, const AxisView& v, bool reverse, F combine) {
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t i = 0; i < v.inner; ++i) {
+      const int64_t base = o * v.n * v.inner + i;
+      auto acc = load(x[base + (reverse ? v.n - 1 : 0) * v.inner]);
+      for (int64_t s = 0; s < v.n; ++s) {
+        const int64_t at = base + (reverse ? v.n - 1 - s : s) * v.inner;
+        if (s > 0) acc = combine(acc, load(x[at]));
+        y[at] = store<T>(acc);
+      }
+    }
+}
+
+}  // namespace
+
+void arg_reduce_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                       Workspace&) {
+  expect_arity(eq, inputs, outputs, 1);
+  const ir::Type& in = *inputs[0].type;
+  if (outputs[0].type->dtype != DType::i32) kernel_bug(eq, "result must be i32");
+  const AxisView v = around(eq, in.shape, params_of<ir::ArgReduceParams>(eq).axis);
+  if (v.n == 0 || outputs[0].type->num_elements() != v.outer * v.inner) kernel_bug(eq, "result shape mismatch");
+  const bool is_max = eq.prim == Primitive::argmax;
+  visit_dtype(in.dtype, [&]<class T>(TypeTag<T>) {
+    if constexpr (std::is_same_v<T, bool>) unsupported_dtype(eq, in.dtype);
+    else arg_typed(is_max, inputs[0].as<T>(), outputs[0].as<int32_t>(), v);
+  });
+}
+
+void cumulative_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                       Workspace&) {
+  expect_arity(eq, inputs, outputs, 1);
+  const ir::Type& in = *inputs[0].type;
+  if (*outputs[0].type != in) kernel_bug(eq, "result type differs from the operand's");
+  const auto& p = params_of<ir::CumulativeParams>(eq);
+  const AxisView v = around(eq, in.shape, p.axis);
+  if (in.num_elements() == 0) return;
+  visit_dtype(in.dtype, [&]<class T>(TypeTag<T>) {
+    using C = compute_t<T>;
+    const T* x = inputs[0].as<T>();
+    T* y = outputs[0].as<T>();
+    if constexpr (std::is_same_v<T, bool>) {
+      unsupported_dtype(eq, in.dtype);
+    } else if constexpr (std::is_same_v<T, int32_t>) {
+      switch (eq.prim) {
+        case Primitive::cumsum:
+          return running(x, y, v, p.reverse, [](int32_t a, int32_t b) {
+            return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+          });
+        case Primitive::cummax: return running(x, y, v, p.reverse, [](int32_t a, int32_t b) { return a > b ? a : b; });
+        case Primitive::cummin: return running(x, y, v, p.reverse, [](int32_t a, int32_t b) { return a < b ? a : b; });
+        default: kernel_bug(eq, "not a cumulative reduction");
+      }
+    } else {
+      switch (eq.prim) {
+        case Primitive::cumsum: return running(x, y, v, p.reverse, [](C a, C b) { return a + b; });
+        case Primitive::cummax:
+          return running(x, y, v, p.reverse, [](C a, C b) { return ((a > b) | (a != a)) ? a : b; });
+        case Primitive::cummin:
+          return running(x, y, v, p.reverse, [](C a, C b) { return ((a < b) | (a != a)) ? a : b; });
+        default: kernel_bug(eq, "not a cumulative reduction");
+      }
+    }
+  });
+}
+
+}  // namespace ferry::runtime::cpu

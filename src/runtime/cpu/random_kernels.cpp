@@ -1,0 +1,70 @@
+// threefry2x32: the Threefry-2x32 block cipher with 20 rounds, exactly as jax.random's
+// threefry2x32 primitive computes it (on the uint32 bit patterns of i32 values). Keys may be
+// rank-0 (read with stride 0).
+#include <cstdint>
+
+#include "runtime/cpu/check.h"
+#include "runtime/cpu/kernel_groups.h"
+
+namespace ferry::runtime::cpu {
+namespace {
+
+inline uint32_t rotl(uint32_t x, int d) { return (x << d) | (x >> (32 - d)); }
+
+inline void rounds(uint32_t& a, uint32_t& b, const int (&rot)[4]) {
+  for (int r : rot) {
+    a += b;
+    b = rotl(b, r);
+    b ^= a;
+  }
+}
+
+// Key words at strides S0, S1 (0: one word for all counters, 1: a word per counter).
+template <int S0, int S1>
+void encrypt(const uint32_t* k0, const uint32_t* k1, const uint32_t* x0, const uint32_t* x1, uint32_t* y0, uint32_t* y1,
+             int64_t n) {
+  static constexpr int kRot0[4] = {13, 15, 26, 6}, kRot1[4] = {17, 29, 16, 24};
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t ks0 = k0[i * S0], ks1 = k1[i * S1], ks2 = ks0 ^ ks1 ^ 0x1BD11BDAu;
+    uint32_t a = x0[i] + ks0, b = x1[i] + ks1;
+    rounds(a, b, kRot0);
+    a += ks1, b += ks2 + 1u;
+    rounds(a, b, kRot1);
+    a += ks2, b += ks0 + 2u;
+    rounds(a, b, kRot0);
+    a += ks0, b += ks1 + 3u;
+    rounds(a, b, kRot1);
+    a += ks1, b += ks2 + 4u;
+    rounds(a, b, kRot0);
+    a += ks2, b += ks0 + 5u;
+    y0[i] = a;
+    y1[i] = b;
+  }
+}
+
+}  // namespace
+
+void threefry_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                     Workspace&) {
+  expect_arity(eq, inputs, outputs, 4, 2);
+  const int64_t n = inputs[2].type->num_elements();
+  for (const auto& in : inputs)
+    if (in.type->dtype != DType::i32 || (in.type->num_elements() != n && in.type->rank() != 0))
+      kernel_bug(eq, "operands must be i32 of the counts' size or rank-0");
+  for (const auto& out : outputs)
+    if (out.type->dtype != DType::i32 || out.type->num_elements() != n) kernel_bug(eq, "results must match the counts");
+  const auto* k0 = inputs[0].as<uint32_t>();
+  const auto* k1 = inputs[1].as<uint32_t>();
+  const auto* x0 = inputs[2].as<uint32_t>();
+  const auto* x1 = inputs[3].as<uint32_t>();
+  auto* y0 = outputs[0].as<uint32_t>();
+  auto* y1 = outputs[1].as<uint32_t>();
+  const int64_t s0 = inputs[0].type->rank() == 0 ? 0 : 1, s1 = inputs[1].type->rank() == 0 ? 0 : 1;
+  // One key for all counters (random.h's case) makes a loop that vectorises.
+  if (s0 == 0 && s1 == 0) return encrypt<0, 0>(k0, k1, x0, x1, y0, y1, n);
+  if (s0 == 0) return encrypt<0, 1>(k0, k1, x0, x1, y0, y1, n);
+  if (s1 == 0) return encrypt<1, 0>(k0, k1, x0, x1, y0, y1, n);
+  encrypt<1, 1>(k0, k1, x0, x1, y0, y1, n);
+}
+
+}  // namespace ferry::runtime::cpu
