@@ -30,7 +30,7 @@ for stage in "${stages[@]}"; do
       # The install check links a consumer without the sanitizer runtime, which ASan refuses. The
       # random-program tests run fewer programs here (ASan is several times slower; the release
       # suite and the soak cover the breadth, this stage the memory errors).
-      FERRY_PROPERTY_SEEDS=200 FERRY_QUALITY_PROGRAMS=200 FERRY_AUTO_PROGRAMS=100 \
+      FERRY_PROPERTY_SEEDS=200 FERRY_QUALITY_PROGRAMS=200 FERRY_AUTO_PROGRAMS=100 FERRY_AUTO_EXACT_PROGRAMS=40 \
         ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^install\.'
       ;;
     tsan)
