@@ -40,6 +40,25 @@ struct Planned {
   std::vector<ValueId> stacked;
 };
 
+// Where each value of a scheduled program is defined and read, by schedule position (the program's
+// outputs are read at position n, after the last equation).
+struct Positions {
+  std::vector<int> def;
+  std::vector<std::vector<int>> readers;
+  std::map<ValueId, int> of_first_output;  // an equation's first output -> its position
+
+  explicit Positions(const ir::Program& p) : def(p.values.size(), -1), readers(p.values.size()) {
+    const size_t n = p.equations.size();
+    for (size_t e = 0; e < n; ++e) {
+      const ir::Equation& eq = p.equations[e];
+      for (ValueId v : eq.outputs) def[idx(v)] = static_cast<int>(e);
+      if (!eq.outputs.empty()) of_first_output[eq.outputs[0]] = static_cast<int>(e);
+      for (ValueId v : eq.inputs) readers[idx(v)].push_back(static_cast<int>(e));
+    }
+    for (ValueId v : p.outputs) readers[idx(v)].push_back(static_cast<int>(n));
+  }
+};
+
 // Seconds one equation takes at the machine's rates.
 double seconds_of(const ir::Equation& eq, const ir::Program& p, const StepRates& rates) {
   prims::Cost c = prims::cost(eq, p);
@@ -94,14 +113,10 @@ class Planner {
   // between its readers becomes a candidate too (offloaded over the gap, or kept).
   void add_splits(const Planned& saved) {
     const ir::Program& p = *saved.program;
-    const size_t n = p.equations.size();
-    std::vector<int> def(p.values.size(), -1);
-    std::vector<std::vector<int>> readers(p.values.size());
+    const Positions at(p);
+    const std::vector<int>& def = at.def;
+    const std::vector<std::vector<int>>& readers = at.readers;
     std::vector<char> returned(p.values.size(), 0);
-    for (size_t e = 0; e < n; ++e) {
-      for (ValueId v : p.equations[e].outputs) def[idx(v)] = static_cast<int>(e);
-      for (ValueId v : p.equations[e].inputs) readers[idx(v)].push_back(static_cast<int>(e));
-    }
     for (ValueId v : p.outputs) returned[idx(v)] = 1;
     std::vector<int> producer0(p0_.values.size(), -1);
     std::vector<char> first_output0(p0_.values.size(), 0);
@@ -175,16 +190,13 @@ class Planner {
     const ir::Program& p = *saved.program;
     const size_t n = p.equations.size();
     const int last_pos = static_cast<int>(n);  // program outputs are read at the end
-    std::vector<int> def(p.values.size(), -1);
-    std::vector<std::vector<int>> readers(p.values.size());
-    std::map<ValueId, int> position_of_output;  // an equation's first output -> its position
-    for (size_t e = 0; e < n; ++e) {
-      const ir::Equation& eq = p.equations[e];
-      for (ValueId v : eq.outputs) def[idx(v)] = static_cast<int>(e);
-      if (!eq.outputs.empty()) position_of_output[eq.outputs[0]] = static_cast<int>(e);
-      for (ValueId v : eq.inputs) readers[idx(v)].push_back(static_cast<int>(e));
-    }
-    for (ValueId v : p.outputs) readers[idx(v)].push_back(last_pos);
+    const Positions at(p);
+    const std::vector<int>& def = at.def;
+    const std::vector<std::vector<int>>& readers = at.readers;
+    // In the program as differentiation left it: the equations that read each value.
+    std::vector<std::vector<size_t>> readers0(p0_.values.size());
+    for (size_t e = 0; e < p0_.equations.size(); ++e)
+      for (ValueId v : p0_.equations[e].inputs) readers0[idx(v)].push_back(e);
 
     AutoProblem prob;
     MemoryStats stats = memory_stats(p, *saved.plan);
@@ -235,12 +247,11 @@ class Planner {
         // Backward readers: those that read the recomputation before it was replaced.
         std::unordered_set<int> bwd_pos;
         for (size_t t : gr.twins)
-          for (size_t e = 0; e < p0_.equations.size(); ++e) {
+          for (size_t e : readers0[idx(twins_.twins[t].clone)]) {
             const ir::Equation& eq = p0_.equations[e];
             if (top_twin_eq[e] || eq.outputs.empty()) continue;
-            if (std::find(eq.inputs.begin(), eq.inputs.end(), twins_.twins[t].clone) == eq.inputs.end()) continue;
-            auto it = position_of_output.find(eq.outputs[0]);
-            if (it != position_of_output.end()) bwd_pos.insert(it->second);
+            auto it = at.of_first_output.find(eq.outputs[0]);
+            if (it != at.of_first_output.end()) bwd_pos.insert(it->second);
           }
         for (ValueId o : p0_.outputs)
           for (size_t t : gr.twins)
