@@ -37,13 +37,13 @@ TEST(LowerCopies, ACopyBetweenKindsBecomesAnAsynchronousPairAndOneWithinAKindSta
                 lower_copies, true),
             "program @main(%0: f32[8]) {\n"
             "  %1 = sin %0 : f32[8]\n"
-            "  %6 = copy_start[dst=pinned_host] %1 : f32[8]{pinned_host}\n"
-            "  %2 = copy_done %6, %1 : f32[8]{pinned_host}\n"
-            "  %3 = device_put[dst=device] %1 : f32[8]\n"
-            "  %7 = copy_start[dst=device] %2 : f32[8]\n"
-            "  %4 = copy_done %7, %2 : f32[8]\n"
-            "  %5 = add %3, %4 : f32[8]\n"
-            "  return %5\n"
+            "  %2 = copy_start[dst=pinned_host] %1 : f32[8]{pinned_host}\n"
+            "  %3 = copy_done %2, %1 : f32[8]{pinned_host}\n"
+            "  %4 = device_put[dst=device] %1 : f32[8]\n"
+            "  %5 = copy_start[dst=device] %3 : f32[8]\n"
+            "  %6 = copy_done %5, %3 : f32[8]\n"
+            "  %7 = add %4, %6 : f32[8]\n"
+            "  return %7\n"
             "}\n");
 }
 
@@ -60,8 +60,9 @@ TEST(LowerCopies, BodiesAreLoweredAndAProgramWithoutCopiesIsUnchanged) {
       "  return %2, %3\n"
       "}\n";
   std::string out = run(scan, lower_copies, true);
-  EXPECT_NE(out.find("      %4 = copy_start[dst=pinned_host] %2 : f32[4]{pinned_host}\n"
-                     "      %3 = copy_done %4, %2 : f32[4]{pinned_host}\n"),
+  EXPECT_NE(out.find("      %3 = copy_start[dst=pinned_host] %2 : f32[4]{pinned_host}\n"
+                     "      %4 = copy_done %3, %2 : f32[4]{pinned_host}\n"
+                     "      return %2, %4\n"),
             std::string::npos)
       << out;
   EXPECT_EQ(out.find("device_put"), std::string::npos) << out;
@@ -135,14 +136,14 @@ TEST(PlaceCopies, AnOffloadStartsAtItsSourceAndIsDoneOnceComputeHidIt) {
                 place, true),
             "program @main(%0: f32[4]) {\n"
             "  %1 = sin %0 : f32[4]\n"
-            "  %7 = copy_start[dst=pinned_host] %1 : f32[4]{pinned_host}\n"
-            "  %2 = sin %1 : f32[4]\n"
-            "  %3 = sin %2 : f32[4]\n"
+            "  %2 = copy_start[dst=pinned_host] %1 : f32[4]{pinned_host}\n"
+            "  %3 = sin %1 : f32[4]\n"
             "  %4 = sin %3 : f32[4]\n"
             "  %5 = sin %4 : f32[4]\n"
-            "  %8 = copy_done %7, %1 : f32[4]{pinned_host}\n"
             "  %6 = sin %5 : f32[4]\n"
-            "  return %6, %8\n"
+            "  %7 = copy_done %2, %1 : f32[4]{pinned_host}\n"
+            "  %8 = sin %6 : f32[4]\n"
+            "  return %8, %7\n"
             "}\n");
 }
 
@@ -163,15 +164,15 @@ TEST(PlaceCopies, AFetchIsDoneRightBeforeItsReaderAndStartsJustEarlyEnough) {
                 "}\n",
                 place, true),
             "program @main(%0: f32[4], %1: f32[4]{pinned_host}) {\n"
-            "  %4 = sin %0 : f32[4]\n"
-            "  %5 = sin %4 : f32[4]\n"
-            "  %2 = copy_start[dst=device] %1 : f32[4]\n"
+            "  %2 = sin %0 : f32[4]\n"
+            "  %3 = sin %2 : f32[4]\n"
+            "  %4 = copy_start[dst=device] %1 : f32[4]\n"
+            "  %5 = sin %3 : f32[4]\n"
             "  %6 = sin %5 : f32[4]\n"
             "  %7 = sin %6 : f32[4]\n"
             "  %8 = sin %7 : f32[4]\n"
-            "  %9 = sin %8 : f32[4]\n"
-            "  %3 = copy_done %2, %1 : f32[4]\n"
-            "  %10 = add %9, %3 : f32[4]\n"
+            "  %9 = copy_done %4, %1 : f32[4]\n"
+            "  %10 = add %8, %9 : f32[4]\n"
             "  return %10\n"
             "}\n");
 }
