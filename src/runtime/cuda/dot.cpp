@@ -6,6 +6,7 @@
 // results rounded once), f64 in f64; TF32 is off unless FERRY_CUDA_TF32=1, since it changes f32
 // results by ~1e-3 relative. cuBLAS's own scratch is part of the planned workspace too, so the
 // plan counts every byte the GEMM touches. i32 has no cuBLAS GEMM with wrap-around: a plain kernel.
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <variant>
@@ -26,6 +27,7 @@ namespace {
 // cuBLAS's scratch per call: its documented recommendation for Hopper is 32 MiB; 4 MiB is what
 // it asks for on earlier GPUs and is enough for the shapes here (the cost is planned memory).
 constexpr int64_t kCublasWorkspace = int64_t{4} << 20;
+constexpr int64_t kCublasAlignment = 256;
 
 std::vector<int64_t> dense_strides(const Shape& shape) {
   std::vector<int64_t> s(shape.size());
@@ -169,7 +171,7 @@ int64_t dot_general_workspace(const ir::Equation& eq, std::span<const ir::Type* 
   WorkspaceSize size;
   if (!g.lhs.direct) size.add<char>(inputs[0]->size_bytes());
   if (!g.rhs.direct) size.add<char>(inputs[1]->size_bytes());
-  if (inputs[0]->dtype != DType::i32) size.add<char>(kCublasWorkspace);
+  if (inputs[0]->dtype != DType::i32) size.add<char>(kCublasWorkspace + kCublasAlignment);
   return size.bytes;
 }
 
@@ -208,7 +210,9 @@ void dot_general_kernel(const ir::Equation& eq, std::span<const ConstView> input
                 fmt::format("dot_general on the CUDA backend: a GEMM of {} x {} x {} (batch {}) exceeds cuBLAS's 32-bit "
                             "sizes",
                             g.M, g.N, g.K, g.batch));
-  void* scratch = workspace.take<char>(kCublasWorkspace);
+  // cuBLAS wants its scratch 256-byte aligned; workspace pieces are 64-byte aligned.
+  char* piece = workspace.take<char>(kCublasWorkspace + kCublasAlignment);
+  void* scratch = piece + (kCublasAlignment - reinterpret_cast<uintptr_t>(piece) % kCublasAlignment) % kCublasAlignment;
   auto handle = static_cast<cublasHandle_t>(cublas_handle());
   check_cublas(cublasSetStream(handle, s), eq);
   check_cublas(cublasSetWorkspace(handle, scratch, static_cast<size_t>(kCublasWorkspace)), eq);

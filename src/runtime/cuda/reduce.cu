@@ -17,7 +17,8 @@ template <> struct Acc<uint8_t> {
   using type = int;
 };
 
-template <class A> __device__ inline A identity(ReduceOp op) {
+template <class A> __device__ inline A identity(ReduceOp op, bool is_bool) {
+  if (is_bool) return op == ReduceOp::min ? 1 : 0;  // "and" starts true, "or" false (before the i32 case: A is int)
   if (op == ReduceOp::sum) return A(0);
   if constexpr (std::is_same_v<A, float>) return op == ReduceOp::max ? -INFINITY : INFINITY;
   else if constexpr (std::is_same_v<A, double>) return op == ReduceOp::max ? -HUGE_VAL : HUGE_VAL;
@@ -46,7 +47,7 @@ template <class T> __global__ void reduce_kernel(ReduceArgs r, const T* x, T* y)
       base += (rest % r.kept_shape[d]) * r.kept_stride[d];
       rest /= r.kept_shape[d];
     }
-    A acc = identity<A>(r.op);
+    A acc = identity<A>(r.op, kBool);
     for (int64_t j = threadIdx.x; j < r.reduced_count; j += blockDim.x) {
       int64_t off = base, q = j;
       for (int d = r.reduced_rank - 1; d >= 0; --d) {
