@@ -42,17 +42,30 @@ void check_options(const CompileOptions& options) {
 CompiledProgram compile(const std::shared_ptr<const ir::Program>& lowered, const std::vector<char>& donated,
                         const CompileOptions& given) {
   check_options(given);
-  // Where device memory is the backend's own (a GPU), no limit means the memory free now: the
-  // automatic planner and the limit check see it.
+  // On a backend with memory of its own (a GPU): no limit means the memory free now, and a rate
+  // left at its default (the reference CPU machine's) is the device's. The automatic planner, the
+  // cost model and the limit check see them.
   CompileOptions options = given;
-  if (options.device_memory_limit == 0) {
+  if (options.backend != "cpu") {
     const runtime::DeviceFacts facts = runtime::backend(options.backend).facts();
-    if (facts.memory_bytes > 0) options.device_memory_limit = facts.free_memory_bytes;
+    if (facts.memory_bytes > 0) {
+      const CompileOptions defaults;
+      if (options.device_memory_limit == 0) options.device_memory_limit = facts.free_memory_bytes;
+      auto device_default = [](double& rate, double reference, double device) {
+        if (rate == reference && device > 0) rate = device;
+      };
+      device_default(options.link_bandwidth_bytes_per_s, defaults.link_bandwidth_bytes_per_s, facts.link_bandwidth_bytes_per_s);
+      device_default(options.compute_flops_per_s, defaults.compute_flops_per_s, facts.compute_flops_per_s);
+      device_default(options.memory_bytes_per_s, defaults.memory_bytes_per_s, facts.memory_bytes_per_s);
+      device_default(options.vector_flops_per_s, defaults.vector_flops_per_s, facts.vector_flops_per_s);
+      device_default(options.transcendentals_per_s, defaults.transcendentals_per_s, facts.transcendentals_per_s);
+    }
   }
   PlanOptions plan_options;
   plan_options.workspace = runtime::workspace_sizes(options.backend);
   plan_options.donated = donated;
   CompiledProgram out;
+  out.options = options;
   out.program = run_pipeline(*transforms::lower_calls(lowered), options, {}, plan_options);
   out.plan = plan_memory(*out.program, /*outputs_external=*/false, plan_options);
   check_device_limit(*out.program, *out.plan, options.device_memory_limit);

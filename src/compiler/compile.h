@@ -18,6 +18,7 @@ struct CompiledProgram {
   std::shared_ptr<const ir::Program> program;  // after the passes
   std::shared_ptr<const MemoryPlan> plan;
   std::shared_ptr<const runtime::Executable> executable;
+  CompileOptions options;  // as compiled with: a GPU's free memory and rates filled in (compile.cpp)
 };
 
 // INVALID_ARGUMENT for options no compile can use (a negative limit, a rate that is not positive

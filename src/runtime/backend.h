@@ -55,6 +55,8 @@ struct DeviceFacts {
   double link_bandwidth_bytes_per_s = 0;
   double compute_flops_per_s = 0;
   double memory_bytes_per_s = 0;
+  double vector_flops_per_s = 0;
+  double transcendentals_per_s = 0;
   // Copies from or to unpinned_host memory block the host (and so hide behind no compute).
   bool unpinned_copies_synchronous = false;
 };

@@ -75,7 +75,7 @@ Compiled Lowered::compile(const CompileOptions& options) const {
   compiler::check_options(options);  // before counting: a refused compile is not one
   detail::count_compile();
   compiler::CompiledProgram c = compiler::compile(impl_->program, impl_->donated, options);
-  auto impl = std::make_shared<detail::CompiledImpl>(c.program, c.plan, c.executable, options);
+  auto impl = std::make_shared<detail::CompiledImpl>(c.program, c.plan, c.executable, c.options);
   impl->warnings = impl_->warnings;
   impl->input_structure = impl_->input_structure;
   impl->output_structure = impl_->output_structure;

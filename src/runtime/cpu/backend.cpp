@@ -34,6 +34,8 @@ class CpuBackend final : public Backend {
     f.link_bandwidth_bytes_per_s = defaults.link_bandwidth_bytes_per_s;
     f.compute_flops_per_s = defaults.compute_flops_per_s;
     f.memory_bytes_per_s = defaults.memory_bytes_per_s;
+    f.vector_flops_per_s = defaults.vector_flops_per_s;
+    f.transcendentals_per_s = defaults.transcendentals_per_s;
     return f;
   }
 };
