@@ -61,6 +61,10 @@ struct CompileOptions {
   // is released, so a kernel that reads a buffer before it is written or after the plan released
   // it computes with NaNs instead of silently with stale values. Slower: each release is a fill.
   bool checked = false;
+  // Fusion (after the planner's decisions, before scheduling): chains of elementwise work,
+  // broadcasts and row reductions run as one loop each, without materializing their
+  // intermediates. Off only to compare against the unfused program.
+  bool fuse = true;
 };
 
 // What the compiled plan needs, per memory kind, before anything runs (JAX's field names). Device
