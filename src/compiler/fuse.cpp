@@ -10,8 +10,6 @@
 namespace ferry::compiler {
 namespace {
 
-// A reduction is fused only while a block of one row stays cache-sized: 32K f32 per value.
-constexpr int64_t kMaxFusedRow = 32 * 1024;
 
 bool fusible_type(const ir::Type& t) {
   return (t.dtype == DType::f32 || t.dtype == DType::boolean) && t.kind == MemoryKind::device;
@@ -27,7 +25,7 @@ bool candidate(const ir::Program& p, const ir::Equation& eq) {
   if (!fusible_type(p.type(eq.outputs[0]))) return false;
   if (eq.prim == Primitive::reduce_sum || eq.prim == Primitive::reduce_max || eq.prim == Primitive::reduce_min) {
     const ir::Type& x = p.type(eq.inputs[0]);
-    return x.num_elements() / std::max<int64_t>(1, p.type(eq.outputs[0]).num_elements()) <= kMaxFusedRow;
+    return x.num_elements() / std::max<int64_t>(1, p.type(eq.outputs[0]).num_elements()) <= prims::kFusedBlock;
   }
   return true;
 }
@@ -87,11 +85,9 @@ class Fuser {
       return;
     }
     if (candidate(p_, eq)) {
-      for (int g : producers)
-        if (try_join(g, e)) {
-          joined = g;
-          break;
-        }
+      joined = try_merge(producers, e);
+      for (size_t i = 0; i < producers.size() && joined < 0; ++i)
+        if (try_join(producers[i], e)) joined = producers[i];
       if (joined < 0) {
         groups_.push_back(Group{{e}});
         joined = static_cast<int>(groups_.size() - 1);
@@ -102,17 +98,43 @@ class Fuser {
       if (g != joined) groups_[static_cast<size_t>(g)].closed = true;
   }
 
-  bool try_join(int gi, size_t e) {
-    Group& g = groups_[static_cast<size_t>(gi)];
-    if (g.closed) return false;
-    std::vector<size_t> members = g.members;
-    members.push_back(e);
+  // Joins e and every open group it reads into one (the latest of them), when there are several
+  // and the union is a valid body: open groups have no outside readers yet, so the union can run
+  // where its last member was. Returns that group, or -1.
+  int try_merge(const std::vector<int>& producers, size_t e) {
+    std::vector<int> open;
+    for (int g : producers)
+      if (!groups_[static_cast<size_t>(g)].closed) open.push_back(g);
+    if (open.size() < 2) return -1;
+    std::vector<size_t> members{e};
+    for (int g : open) members.insert(members.end(), groups_[static_cast<size_t>(g)].members.begin(),
+                                      groups_[static_cast<size_t>(g)].members.end());
+    std::sort(members.begin(), members.end());
+    if (!valid(members, e)) return -1;
+    const int into = open.front();  // the latest group
+    for (int g : open) groups_[static_cast<size_t>(g)].members.clear();
+    groups_[static_cast<size_t>(into)].members = std::move(members);
+    for (size_t m : groups_[static_cast<size_t>(into)].members)
+      for (ir::ValueId v : p_.equations[m].outputs) group_of_value_[static_cast<size_t>(v)] = into;
+    return into;
+  }
+
+  bool valid(const std::vector<size_t>& members, size_t e) const {
     try {
       prims::fused_layout(*body_of(members, {p_.equations[e].outputs[0]}, nullptr));
     } catch (const Error& err) {
       if (err.code() != ErrorCode::invalid_argument) throw;
       return false;
     }
+    return true;
+  }
+
+  bool try_join(int gi, size_t e) {
+    Group& g = groups_[static_cast<size_t>(gi)];
+    if (g.closed) return false;
+    std::vector<size_t> members = g.members;
+    members.push_back(e);
+    if (!valid(members, e)) return false;
     g.members = std::move(members);
     return true;
   }

@@ -1,6 +1,6 @@
 // Fusion: chains of elementwise work, broadcasts, scalar constants, f32/bool converts and
-// trailing-axis reductions become one `fused` equation (prims/fused_body.h) whose intermediates
-// are never materialized; the backend runs it as one loop over blocks of rows (a softmax,
+// trailing-axis reductions (of rows up to prims::kFusedBlock elements) become one `fused` equation
+// (prims/fused_body.h) whose intermediates are never materialized; the backend runs it as one loop over blocks of rows (a softmax,
 // logsumexp or layer norm reads its input once).
 //
 // Guarantees:

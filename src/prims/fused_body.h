@@ -27,6 +27,11 @@ namespace ferry::prims {
 
 enum class FusedClass : uint8_t { full, row, scalar, source };
 
+// The elements of a block of the fused kernel: 4 KiB of f32 per value, so a block's values stay in
+// L1/L2 and on the running thread's stack. Fusion takes a reduction into a group only while one
+// row fits a block (compiler/fuse.h); the kernel runs longer rows too, in blocks of one row.
+inline constexpr int64_t kFusedBlock = 1024;
+
 struct FusedLayout {
   Shape domain;
   int64_t reduced_axes = 0;  // k

@@ -91,7 +91,10 @@ Generated generate(uint32_t seed) {
   for (int i = 0; i < ops; ++i) {
     const Value::Kind kind = (k > 0 && pick(3) == 0) ? Value::row : Value::full;
     const Value a = any_of(kind);
-    switch (pick(8)) {
+    switch (pick(9)) {
+      case 8:  // identities, which a kernel may alias to their operand
+        emit(fmt::format("{} %{}", pick(2) ? "stop_gradient" : "checkpoint_name", a.id), kind, type_of(kind));
+        break;
       case 0: case 1:
         emit(fmt::format("{} %{}", kUnary[pick(16)], a.id), kind, type_of(kind));
         break;
@@ -131,10 +134,12 @@ Generated generate(uint32_t seed) {
       }
     }
   }
-  // Return the last value and a random earlier one (results read outside a group).
+  // Return the last value and random earlier ones (results read outside a group).
   std::vector<int> results{vals.back().id};
-  const Value extra = vals[static_cast<size_t>(pick(static_cast<int>(vals.size())))];
-  if (extra.id != vals.back().id && extra.kind != Value::scalar) results.push_back(extra.id);
+  for (int i = pick(3); i > 0; --i) {
+    const Value extra = vals[static_cast<size_t>(pick(static_cast<int>(vals.size())))];
+    if (extra.kind != Value::scalar) results.push_back(extra.id);
+  }
   std::vector<std::string> r;
   for (int id : results) r.push_back(fmt::format("%{}", id));
   g.text = fmt::format("program @main({}) {{\n{}  return {}\n}}\n", header, body, fmt::join(r, ", "));

@@ -1,13 +1,16 @@
 // The kernel of `fused` (prims/fused_body.h): runs the body one block of whole rows at a time,
 // keeping only that block of each value, in f32 (bool values as 0 and 1). A block holds about
-// kTile elements (one row when a row is longer), so a block's values stay in L1/L2 and a softmax,
+// kBlock elements (one row when a row is longer), so a block's values stay in L1/L2 and a softmax,
 // logsumexp or layer norm reads each row from memory once. Blocks are fixed by the shapes alone and
 // each row is reduced inside one block in a fixed order, so the result does not depend on the
 // number of threads; consecutive runs of blocks go to the threads of parallel_for.
 //
 // The body is turned into a recipe once (cached by body, so a run allocates nothing): each value
-// gets a place (an operand's memory read in place, or a slot of the thread's workspace region,
-// reused once the value is dead) and a width: a *scalar* (one number, read with stride 0: constants
+// gets a place (an operand's memory read in place, or a slot of the thread's region, reused once
+// the value is dead). A region that fits kStackRegion lives on the thread's stack, like a
+// kernel's per-dimension bookkeeping, so that fusion adds nothing to the memory plan; a bigger one
+// (rows longer than a block, or very large bodies) is the kernel's declared workspace, one region
+// per thread) and a width: a *scalar* (one number, read with stride 0: constants
 // and anything computed from scalars alone, even where the body's type is the full domain), a *row*
 // (one number per row of the block) or *full* (every element of the block).
 #include <algorithm>
@@ -29,6 +32,10 @@ namespace ferry::runtime::cpu {
 namespace {
 
 using prims::FusedClass;
+
+// Elements of a block, and the most stack one thread's region may use (16 blocks).
+constexpr int64_t kBlock = prims::kFusedBlock;
+constexpr int64_t kStackRegion = 16 * kBlock * 4;
 enum class Width : uint8_t { scalar, row, full };
 
 // Where a value's block lives while a block runs.
@@ -59,8 +66,9 @@ struct Gather {
 struct Recipe {
   prims::FusedLayout layout;
   int64_t block_rows = 1, block_elems = 0;
-  std::vector<Width> width;  // by value
+  std::vector<Width> width;  // by value (the body's, then copies of results)
   std::vector<Place> place;  // by value
+  std::vector<ir::ValueId> result;  // by result: the value written out
   std::vector<Step> steps;
   std::vector<Gather> gathers;
   int full_slots = 0, row_slots = 0, scalar_slots = 0;
@@ -82,7 +90,7 @@ std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
   auto r = std::make_shared<Recipe>();
   r->layout = prims::fused_layout(body);
   const prims::FusedLayout& l = r->layout;
-  r->block_rows = std::min(std::max<int64_t>(1, l.rows), l.cols > 0 ? std::max<int64_t>(1, kTile / l.cols) : kTile);
+  r->block_rows = std::min(std::max<int64_t>(1, l.rows), l.cols > 0 ? std::max<int64_t>(1, kBlock / l.cols) : kBlock);
   r->block_elems = r->block_rows * l.cols;
   const size_t nv = body.values.size();
   r->width.assign(nv, Width::scalar);
@@ -167,27 +175,37 @@ std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
   // A result that is an operand's memory under another name (an identity of an input) is copied
   // into a slot: a result written in place over an operand must not change what another result
   // reads from it (results are written after every step).
-  for (ir::ValueId v : body.outputs) {
+  // The copy is a value of its own (numbered after the body's), so the body's own readers of the
+  // identity still read the operand.
+  r->result.assign(body.outputs.begin(), body.outputs.end());
+  for (size_t o = 0; o < body.outputs.size(); ++o) {
+    const ir::ValueId v = body.outputs[o];
     const ir::ValueId rt = root[static_cast<size_t>(v)];
-    if (rt == v || r->place[static_cast<size_t>(rt)].kind != Place::Kind::operand) continue;
-    Step s{.op = Step::Op::copy, .out = v, .num_in = 1};
+    if (r->place[static_cast<size_t>(rt)].kind != Place::Kind::operand) continue;
+    const auto copy = static_cast<ir::ValueId>(r->width.size());
+    r->width.push_back(r->width[static_cast<size_t>(v)]);
+    r->place.emplace_back();
+    root.push_back(copy);
+    Step s{.op = Step::Op::copy, .out = copy, .num_in = 1};
     s.in[0] = rt;
-    root[static_cast<size_t>(v)] = v;
     r->steps.push_back(s);
+    for (size_t k = o; k < body.outputs.size(); ++k)  // the same value returned twice: one copy
+      if (body.outputs[k] == v) r->result[k] = copy;
   }
+  const size_t nv_all = r->width.size();
 
   // Places: slots by width, each reused once every value sharing it has been read for the last
   // time (outputs are read at the end of the block, after every step).
   const int n = static_cast<int>(r->steps.size());
-  std::vector<int> last(nv, -1);
+  std::vector<int> last(nv_all, -1);
   for (int i = 0; i < n; ++i)
     for (int k = 0; k < r->steps[static_cast<size_t>(i)].num_in; ++k)
       last[static_cast<size_t>(root[static_cast<size_t>(r->steps[static_cast<size_t>(i)].in[static_cast<size_t>(k)])])] = i;
-  for (ir::ValueId v : body.outputs) last[static_cast<size_t>(root[static_cast<size_t>(v)])] = n;
+  for (ir::ValueId v : r->result) last[static_cast<size_t>(root[static_cast<size_t>(v)])] = n;
   std::array<std::vector<int>, 3> free_slots;
   std::array<int, 3> count{0, 0, 0};
   std::vector<std::pair<int, ir::ValueId>> holding;  // (last use, root) of slots in use
-  std::vector<int> slot_of(nv, -1);
+  std::vector<int> slot_of(nv_all, -1);
   for (int i = 0; i < n; ++i) {
     for (size_t h = 0; h < holding.size();) {  // free the slots whose values died before step i
       if (holding[h].first < i) {
@@ -216,7 +234,7 @@ std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
   r->full_slots = count[static_cast<size_t>(Width::full)];
   r->row_slots = count[static_cast<size_t>(Width::row)];
   r->scalar_slots = count[static_cast<size_t>(Width::scalar)];
-  for (size_t v = 0; v < nv; ++v) {
+  for (size_t v = 0; v < nv_all; ++v) {
     const ir::ValueId rt = root[v];
     if (r->place[static_cast<size_t>(rt)].kind == Place::Kind::operand) {
       r->place[v] = r->place[static_cast<size_t>(rt)];
@@ -226,7 +244,7 @@ std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
     }
   }
   r->region_bytes = r->full_slots * floats_bytes(r->block_elems) + r->row_slots * floats_bytes(r->block_rows) +
-                    floats_bytes(r->scalar_slots) + floats_bytes(2 * static_cast<int64_t>(nv));  // + the pointer table
+                    floats_bytes(r->scalar_slots) + floats_bytes(2 * static_cast<int64_t>(nv_all));  // + the pointer table
   return r;
 }
 
@@ -491,8 +509,8 @@ void store_block(const ir::Equation& eq, const Recipe& r, std::span<const MutVie
   const ir::Program& body = *eq.subprograms[0];
   const prims::FusedLayout& l = r.layout;
   for (size_t o = 0; o < body.outputs.size(); ++o) {
-    const ir::ValueId v = body.outputs[o];
-    const FusedClass c = l.value_class[static_cast<size_t>(v)];
+    const FusedClass c = l.value_class[static_cast<size_t>(body.outputs[o])];
+    const ir::ValueId v = r.result[o];
     int64_t first = 0, n = 1;
     if (c == FusedClass::full) first = b.row0 * l.cols, n = b.elems;
     else if (c == FusedClass::row) first = b.row0, n = b.rows;
@@ -513,7 +531,8 @@ void store_block(const ir::Equation& eq, const Recipe& r, std::span<const MutVie
 }  // namespace
 
 int64_t fused_workspace(const ir::Equation& eq, std::span<const ir::Type* const>, std::span<const ir::Type* const>) {
-  return regions() * Workspace::piece(recipe_for(eq)->region_bytes);
+  const int64_t region = Workspace::piece(recipe_for(eq)->region_bytes);
+  return region <= kStackRegion ? 0 : regions() * region;
 }
 
 void fused_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
@@ -527,15 +546,17 @@ void fused_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std
   if (rows == 0) return;
   const int64_t blocks = (rows + r.block_rows - 1) / r.block_rows;
   const int64_t region = Workspace::piece(r.region_bytes);
-  const int64_t available = region > 0 ? workspace.size() / region : 0;
+  const bool on_stack = region <= kStackRegion;
+  const int64_t available = on_stack ? regions() : workspace.size() / region;
   const int64_t parts = std::min({regions(), blocks, available});
   if (parts < 1) kernel_bug(eq, "the workspace holds no region");
-  char* base = workspace.take<char>(parts * region);
-  const size_t nv = body.values.size();
+  char* base = on_stack ? nullptr : workspace.take<char>(parts * region);
+  const size_t nv = r.width.size();
   // Part c runs blocks [c * blocks / parts, (c + 1) * blocks / parts) in its own region.
   parallel_for(parts, 1, [&](int64_t c0, int64_t c1) {
+    alignas(64) char stack[kStackRegion];  // untouched unless on_stack
     for (int64_t c = c0; c < c1; ++c) {
-      char* reg = base + c * region;
+      char* reg = on_stack ? stack : base + c * region;
       // The region: full slots, row slots, scalar slots, then the block's pointer table.
       Slots slot{reg, r};
       char* p = reg + r.full_slots * floats_bytes(r.block_elems) + r.row_slots * floats_bytes(r.block_rows) +
