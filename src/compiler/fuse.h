@@ -1,7 +1,7 @@
 // Fusion: chains of elementwise work, broadcasts, scalar constants, f32/bool converts and
 // trailing-axis reductions (of rows up to prims::kFusedBlock elements) become one `fused` equation
-// (prims/fused_body.h) whose intermediates are never materialized; the backend runs it as one loop over blocks of rows (a softmax,
-// logsumexp or layer norm reads its input once).
+// (prims/fused_body.h) whose intermediates are never materialized; the backend runs it as one loop
+// over blocks of rows (a softmax, logsumexp or layer norm reads its input once).
 //
 // Guarantees:
 // - The program computes the same values (up to the order of a fused reduction's additions: the
