@@ -27,12 +27,16 @@ std::vector<ir::Type> fused_rule(std::span<const ir::Type> in, const ir::Params&
   return out;
 }
 
-// The work of the body's equations, the memory traffic of the equation alone: its intermediates
-// stay in the kernel's tiles.
+// The work (flops, transcendentals) of the body's equations, the memory traffic of the equation
+// alone: its intermediates stay in the kernel's blocks.
 Cost fused_cost(const ir::Equation& eq) {
   const ir::Program& body = *eq.subprograms.at(0);
   Cost c;
-  for (const ir::Equation& e : body.equations) c.flops += cost(e, body).flops;
+  for (const ir::Equation& e : body.equations) {
+    const Cost op = cost(e, body);
+    c.flops += op.flops;
+    c.transcendentals += op.transcendentals;
+  }
   for (ir::ValueId v : body.inputs) c.bytes_read += body.type(v).size_bytes();
   for (ir::ValueId v : body.outputs) c.bytes_written += body.type(v).size_bytes();
   return c;
