@@ -161,7 +161,7 @@ std::vector<size_t> fused_in_place_inputs(const ir::Program& body) {
   std::vector<size_t> inputs;
   for (size_t i = 0; i < body.inputs.size(); ++i) {
     const FusedClass c = l.value_class[static_cast<size_t>(body.inputs[i])];
-    if (c == FusedClass::full || c == FusedClass::row) inputs.push_back(i);
+    if (c != FusedClass::source) inputs.push_back(i);
   }
   return inputs;
 }

@@ -48,10 +48,11 @@ bool fusible_primitive(Primitive p);
 FusedLayout fused_layout(const ir::Program& body);
 
 // The inputs whose buffer a result of the same byte size may take over (buffer assignment's
-// in-place candidates): the full and row inputs. A block of rows reads those only at its own
-// rows, and every equal-sized pairing of a full or row input with a result (f32 or bool) covers the
-// same bytes per block, which the kernel writes after all of the block's reads. Scalars (read by
-// every block) and sources (read anywhere) are not candidates.
+// in-place candidates): all but the sources (read anywhere). A block of rows reads full and row
+// inputs only at its own rows, and every equal-sized pairing of a full or row input with a result
+// (f32 or bool) covers the same bytes per block, which the kernel writes after all of the block's
+// reads. Scalar inputs are read by every block, and scalar results written by the first block,
+// which the kernel runs after all the others.
 std::vector<size_t> fused_in_place_inputs(const ir::Program& body);
 
 }  // namespace ferry::prims

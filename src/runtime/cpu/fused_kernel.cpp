@@ -552,27 +552,34 @@ void fused_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std
   if (parts < 1) kernel_bug(eq, "the workspace holds no region");
   char* base = on_stack ? nullptr : workspace.take<char>(parts * region);
   const size_t nv = r.width.size();
-  // Part c runs blocks [c * blocks / parts, (c + 1) * blocks / parts) in its own region.
+  // Runs blocks [first, last) in one region, skipping block 0 unless `with_first`.
+  auto run_blocks = [&](char* reg, int64_t first, int64_t last, bool with_first) {
+    // The region: full slots, row slots, scalar slots, then the block's pointer table.
+    Slots slot{reg, r};
+    char* p = reg + r.full_slots * floats_bytes(r.block_elems) + r.row_slots * floats_bytes(r.block_rows) +
+              floats_bytes(r.scalar_slots);
+    Block b;
+    b.at = reinterpret_cast<const float**>(p);
+    std::fill_n(b.at, nv, nullptr);
+    for (int64_t blk = first; blk < last; ++blk) {
+      if (blk == 0 && !with_first) continue;
+      b.row0 = blk * r.block_rows;
+      b.rows = std::min(r.block_rows, rows - b.row0);
+      b.elems = b.rows * r.layout.cols;
+      run_block(eq, r, inputs, slot, b);
+      store_block(eq, r, outputs, b, blk == 0);
+    }
+  };
+  // Part c runs blocks [c * blocks / parts, (c + 1) * blocks / parts) in its own region. Block 0,
+  // which also writes the scalar results, runs last, after every other block has read the scalar
+  // operands: so a scalar result may take a scalar operand's buffer (fused_in_place_inputs).
   parallel_for(parts, 1, [&](int64_t c0, int64_t c1) {
     alignas(64) char stack[kStackRegion];  // untouched unless on_stack
-    for (int64_t c = c0; c < c1; ++c) {
-      char* reg = on_stack ? stack : base + c * region;
-      // The region: full slots, row slots, scalar slots, then the block's pointer table.
-      Slots slot{reg, r};
-      char* p = reg + r.full_slots * floats_bytes(r.block_elems) + r.row_slots * floats_bytes(r.block_rows) +
-                floats_bytes(r.scalar_slots);
-      Block b;
-      b.at = reinterpret_cast<const float**>(p);
-      std::fill_n(b.at, nv, nullptr);
-      for (int64_t blk = c * blocks / parts; blk < (c + 1) * blocks / parts; ++blk) {
-        b.row0 = blk * r.block_rows;
-        b.rows = std::min(r.block_rows, rows - b.row0);
-        b.elems = b.rows * r.layout.cols;
-        run_block(eq, r, inputs, slot, b);
-        store_block(eq, r, outputs, b, blk == 0);
-      }
-    }
+    for (int64_t c = c0; c < c1; ++c)
+      run_blocks(on_stack ? stack : base + c * region, c * blocks / parts, (c + 1) * blocks / parts, false);
   });
+  alignas(64) char stack[kStackRegion];
+  run_blocks(on_stack ? stack : base, 0, 1, true);
 }
 
 }  // namespace ferry::runtime::cpu
