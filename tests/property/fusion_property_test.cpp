@@ -194,3 +194,48 @@ TEST(FusionProperty, FusedProgramsComputeWhatUnfusedOnesDo) {
 
 }  // namespace
 }  // namespace ferry
+
+namespace ferry {
+namespace {
+
+// The pass fuses a reduction only while a row fits one block; the kernel also runs rows longer than
+// that (one row per block, its slots in the declared workspace), which fused IR text can ask for.
+TEST(FusionProperty, RowsLongerThanABlockFromText) {
+  const std::string unfused =
+      "program @main(%0: f32[3,20000]) {\n"
+      "  %1 = reduce_max[axes=[1]] %0 : f32[3]\n"
+      "  %2 = broadcast_in_dim[shape=[3,20000], broadcast_dimensions=[0]] %1 : f32[3,20000]\n"
+      "  %3 = sub %0, %2 : f32[3,20000]\n"
+      "  %4 = exp %3 : f32[3,20000]\n"
+      "  %5 = reduce_sum[axes=[1]] %4 : f32[3]\n"
+      "  %6 = broadcast_in_dim[shape=[3,20000], broadcast_dimensions=[0]] %5 : f32[3,20000]\n"
+      "  %7 = div %4, %6 : f32[3,20000]\n"
+      "  return %7, %5\n"
+      "}\n";
+  const std::string fused =
+      "program @main(%0: f32[3,20000]) {\n"
+      "  %1, %2 = fused %0 : f32[3,20000], f32[3] {\n"
+      "    program @fused(%0: f32[3,20000]) {\n"
+      "      %1 = reduce_max[axes=[1]] %0 : f32[3]\n"
+      "      %2 = broadcast_in_dim[shape=[3,20000], broadcast_dimensions=[0]] %1 : f32[3,20000]\n"
+      "      %3 = sub %0, %2 : f32[3,20000]\n"
+      "      %4 = exp %3 : f32[3,20000]\n"
+      "      %5 = reduce_sum[axes=[1]] %4 : f32[3]\n"
+      "      %6 = broadcast_in_dim[shape=[3,20000], broadcast_dimensions=[0]] %5 : f32[3,20000]\n"
+      "      %7 = div %4, %6 : f32[3,20000]\n"
+      "      return %7, %5\n"
+      "    }\n"
+      "  }\n"
+      "  return %1, %2\n"
+      "}\n";
+  Compiled f = parse_program(fused).compile(), u = parse_program(unfused).compile();
+  EXPECT_GT(f.memory_analysis().temp_size_in_bytes, 0) << "the long rows' slots are a declared workspace";
+  const std::vector<Array> args = random_args({{3, 20000}}, 11);
+  std::vector<Array> got = f.run(args), want = u.run(args);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(got[i].to_vector<float>(), want[i].to_vector<float>()) << "output " << i;
+  EXPECT_EQ(f.execution_stats().device_high_water_bytes, f.memory_analysis().peak_memory_in_bytes);
+}
+
+}  // namespace
+}  // namespace ferry
