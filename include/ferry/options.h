@@ -35,6 +35,11 @@ struct CompileOptions {
   // is released, so a kernel that reads a buffer before it is written or after the plan released
   // it computes with NaNs instead of silently with stale values. Slower: each release is a fill.
   bool checked = false;
+  // Fusion (after the planner's decisions, before scheduling): chains of elementwise work,
+  // broadcasts and row reductions run as one loop each, without materializing their
+  // intermediates. Off only to compare against the unfused program (and on backends without a
+  // fused kernel).
+  bool fuse = true;
 };
 
 // The backends this build has: "cpu", and "cuda" where it was built with the CUDA toolkit.

@@ -61,9 +61,12 @@ enum class Primitive : uint8_t {
   cond,
   // while_loop(carry...) with bodies (cond_fun, body_fun)
   while_loop,
+  // fused(operands...) with one body of elementwise work, broadcasts and row reductions that runs
+  // as one loop (made by the compiler after differentiation; never traced)
+  fused,
 };
 
-inline constexpr int kNumPrimitives = static_cast<int>(Primitive::while_loop) + 1;
+inline constexpr int kNumPrimitives = static_cast<int>(Primitive::fused) + 1;
 
 std::string_view primitive_name(Primitive p);
 

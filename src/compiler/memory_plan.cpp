@@ -1,5 +1,6 @@
 #include "compiler/memory_plan.h"
 
+#include "prims/fused_body.h"
 #include "prims/registry.h"
 
 #include <algorithm>
@@ -13,6 +14,7 @@ int64_t aligned(int64_t bytes) { return (bytes + kBufferAlignment - 1) / kBuffer
 }  // namespace
 
 std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
+  if (eq.prim == Primitive::fused) return prims::fused_in_place_inputs(*eq.subprograms.at(0));  // per body
   std::vector<size_t> inputs;
   const int32_t bits = prims::info(eq.prim).in_place;
   for (size_t i = 0; i < eq.inputs.size() && i < 31; ++i)
@@ -284,7 +286,7 @@ class Planner {
     MemoryPlan& plan = *plan_;
     const ir::Equation& eq = p_.equations[static_cast<size_t>(e)];
     std::vector<size_t> candidates = in_place_candidates(eq);
-    if (options_.workspace && eq.subprograms.empty())
+    if (options_.workspace && (eq.subprograms.empty() || eq.prim == Primitive::fused))  // fused: a kernel
       if (int64_t bytes = options_.workspace(p_, eq); bytes > 0) {
         int b = new_buffer(MemoryKind::device, bytes, e, e);
         plan.buffers[static_cast<size_t>(b)].workspace_of = e;

@@ -109,7 +109,8 @@ std::shared_ptr<const MemoryPlan> plan_memory(const ir::Program& program, bool o
                                               const PlanOptions& options = {});
 
 // Inputs whose buffer the equation's (single) output may take over when they die there: its kernel
-// reads each element before it writes the element of the result at the same place.
+// reads each element before it writes the element of the result at the same place. A fused
+// equation's depend on its body (any of its outputs may take one).
 std::vector<size_t> in_place_candidates(const ir::Equation& eq);
 
 // The plan of the body of `eq` (a scan or checkpoint equation), as the enclosing plan makes it:

@@ -5,6 +5,7 @@
 #include "compiler/auto_plan.h"
 #include "compiler/cse.h"
 #include "compiler/dce.h"
+#include "compiler/fuse.h"
 #include "compiler/lower_copies.h"
 #include "compiler/materialize_outputs.h"
 #include "compiler/place_copies.h"
@@ -18,16 +19,19 @@ namespace ferry::compiler {
 
 namespace {
 
-// Every output gets its own buffer, transfers between memory kinds become asynchronous copies, the
-// scheduler orders the rest for a low device peak, and the copies are placed around it by the cost
-// model. Buffer assignment (plan_memory, an analysis run by compile) plans the final order.
+// Every output gets its own buffer, transfers between memory kinds become asynchronous copies,
+// elementwise chains become fused loops, the scheduler orders the rest for a low device peak, and
+// the copies are placed around it by the cost model. Buffer assignment (plan_memory, an analysis run
+// by compile) plans the final order.
 std::vector<Pass> placement_passes(const CompileOptions& options) {
-  return {
+  std::vector<Pass> passes{
       {"materialize_outputs", materialize_outputs},
       {"lower_copies", lower_copies},
-      {"schedule", schedule_for_memory},
-      {"place_copies", [options](ir::Program& p) { return place_copies(p, options); }},
   };
+  if (options.fuse) passes.push_back({"fuse", fuse_elementwise});
+  passes.push_back({"schedule", schedule_for_memory});
+  passes.push_back({"place_copies", [options](ir::Program& p) { return place_copies(p, options); }});
+  return passes;
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
   double now = 0, link_free = 0, waited = 0;
   std::vector<double> transfer_end(p.values.size(), 0);  // by a copy_start's result
   for (const ir::Equation& eq : p.equations) {
-    if (!eq.subprograms.empty()) {
+    // A fused group is one kernel: its cost rule counts only what it reads and writes.
+    if (!eq.subprograms.empty() && eq.prim != Primitive::fused) {
       double times = eq.prim == Primitive::scan ? static_cast<double>(std::get<ir::ScanParams>(eq.params).length) : 1.0;
       StepTime body = estimate_step_time(*eq.subprograms[0], rates);
       now += times * body.seconds();

@@ -19,6 +19,7 @@ void register_random(Table& t);       // threefry2x32
 void register_memory(Table& t);       // device_put, stop_gradient
 void register_control_flow(Table& t); // scan, checkpoint, checkpoint_name, custom_vjp, cond, while_loop
 void register_copies(Table& t);       // copy_start, copy_done
+void register_fused(Table& t);        // fused (fused.cpp; its body's rules in fused_body.h)
 
 inline void set_vjp(Table& t, Primitive p, VjpRule rule) { t[static_cast<size_t>(p)].vjp_rule = rule; }
 

@@ -20,6 +20,7 @@ Table build_table() {
   register_memory(t);
   register_control_flow(t);
   register_copies(t);
+  register_fused(t);
   register_elementwise_vjps(t);
   register_structural_vjps(t);
   register_new_op_vjps(t);

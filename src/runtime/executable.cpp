@@ -67,7 +67,8 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_p
     }
     if (eq.prim == Primitive::copy_start || eq.prim == Primitive::copy_done) continue;  // the copy queue's
     kernels_[e] = backend_->kernel(eq.prim);
-    if (kernels_[e] == nullptr || !eq.subprograms.empty())
+    // A fused equation's body is the kernel's program, not a nested one (no plan of its own).
+    if (kernels_[e] == nullptr || (!eq.subprograms.empty() && eq.prim != Primitive::fused))
       throw Error(ErrorCode::unimplemented,
                   fmt::format("the {} backend has no kernel for {}", backend_->name(), primitive_name(eq.prim)));
   }

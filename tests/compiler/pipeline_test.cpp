@@ -23,11 +23,17 @@ TEST(Pipeline, RunsEachPassAndDumpsTheIrAfterIt) {
   EXPECT_EQ(dumps[0].rfind("// input\n", 0), 0u);
   EXPECT_EQ(dumps[1].rfind("// after cse\n", 0), 0u);
   EXPECT_EQ(dumps[2].rfind("// after dce\n", 0), 0u);
+  // CSE merged the sins, DCE removed the cos, fusion made the rest one loop.
   EXPECT_EQ(ir::print(*out),
             "program @main(%0: f32[3]) {\n"
-            "  %1 = sin %0 : f32[3]\n"
-            "  %2 = add %1, %1 : f32[3]\n"
-            "  return %2\n"
+            "  %1 = fused %0 : f32[3] {\n"
+            "    program @fused(%0: f32[3]) {\n"
+            "      %1 = sin %0 : f32[3]\n"
+            "      %2 = add %1, %1 : f32[3]\n"
+            "      return %2\n"
+            "    }\n"
+            "  }\n"
+            "  return %1\n"
             "}\n");
 }
 

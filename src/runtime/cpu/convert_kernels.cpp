@@ -1,9 +1,10 @@
-// convert_element_type: every dtype to every dtype.
+// convert_element_type: every dtype to every dtype, in tiles spread over the threads (tiles.h).
 #include <cstring>
 
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/convert.h"
 #include "runtime/cpu/kernel_groups.h"
+#include "runtime/cpu/tiles.h"
 
 namespace ferry::runtime::cpu {
 namespace {
@@ -29,11 +30,17 @@ void convert_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
   const int64_t n = out.num_elements();
   if (n == 0) return;
   if (in.dtype == out.dtype && in.dtype != DType::boolean) {
-    std::memcpy(outputs[0].data, inputs[0].data, static_cast<size_t>(out.size_bytes()));
+    const size_t width = dtype_size(in.dtype);
+    for_each_tile(n, [&](int64_t b, int64_t e) {
+      std::memcpy(static_cast<char*>(outputs[0].data) + b * width, static_cast<const char*>(inputs[0].data) + b * width,
+                  static_cast<size_t>(e - b) * width);
+    });
     return;
   }
   visit_dtype(in.dtype, [&]<class From>(TypeTag<From>) {
-    visit_dtype(out.dtype, [&]<class To>(TypeTag<To>) { convert_loop(inputs[0].as<From>(), outputs[0].as<To>(), n); });
+    visit_dtype(out.dtype, [&]<class To>(TypeTag<To>) {
+      for_each_tile(n, [&](int64_t b, int64_t e) { convert_loop(inputs[0].as<From>() + b, outputs[0].as<To>() + b, e - b); });
+    });
   });
 }
 

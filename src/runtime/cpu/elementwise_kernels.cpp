@@ -3,7 +3,9 @@
 // binary op, comparison or select may be rank-0: it is read with stride 0 (the simplify pass leaves
 // scalars unbroadcast). Loops are plain so the compiler vectorises them, one instantiation per
 // combination of strides; f16 and bf16 are widened to float a chunk at a time, computed, and rounded
-// once per result.
+// once per result. f32 transcendentals and pow go through SLEEF (vector_math.h, within 1 ulp; libm's
+// scalar calls were the bulk of these kernels' time). Every kernel splits its elements into tiles
+// (tiles.h) that parallel_for spreads over the threads.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -13,6 +15,8 @@
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/dtype_dispatch.h"
 #include "runtime/cpu/kernel_groups.h"
+#include "runtime/cpu/tiles.h"
+#include "runtime/cpu/vector_math.h"
 
 namespace ferry::runtime::cpu {
 namespace {
@@ -124,9 +128,30 @@ inline double erf_inv_of(double x) {
 }
 inline float erf_inv_of(float x) { return erf_inv_giles(x); }
 
+// The transcendental that SLEEF computes for `p`, or false.
+bool vector_fn(Primitive p, vmath::Fn& fn) {
+  using P = Primitive;
+  switch (p) {
+    case P::exp: fn = vmath::Fn::exp; return true;
+    case P::log: fn = vmath::Fn::log; return true;
+    case P::sin: fn = vmath::Fn::sin; return true;
+    case P::cos: fn = vmath::Fn::cos; return true;
+    case P::tanh: fn = vmath::Fn::tanh; return true;
+    case P::logistic: fn = vmath::Fn::logistic; return true;
+    case P::erf: fn = vmath::Fn::erf; return true;
+    case P::log1p: fn = vmath::Fn::log1p; return true;
+    case P::expm1: fn = vmath::Fn::expm1; return true;
+    default: return false;
+  }
+}
+
 template <class T> void unary_float(const ir::Equation& eq, const T* x, T* y, int64_t n) {
   using C = compute_t<T>;
   using P = Primitive;
+  if constexpr (std::is_same_v<T, float>) {
+    vmath::Fn fn;
+    if (vector_fn(eq.prim, fn)) return vmath::apply(fn, x, y, n);
+  }
   switch (eq.prim) {
     case P::neg: return map1(x, y, n, [](C v) { return -v; });
     case P::exp: return map1(x, y, n, [](C v) { return std::exp(v); });
@@ -173,7 +198,9 @@ void binary_float(const ir::Equation& eq, const T* a, bool sa, const T* b, bool 
     case P::div: return map2(a, sa, b, sb, y, n, [](C p, C q) { return p / q; });
     case P::max: return map2(a, sa, b, sb, y, n, [](C p, C q) { return max_nan(p, q); });
     case P::min: return map2(a, sa, b, sb, y, n, [](C p, C q) { return min_nan(p, q); });
-    case P::pow: return map2(a, sa, b, sb, y, n, [](C p, C q) { return std::pow(p, q); });
+    case P::pow:
+      if constexpr (std::is_same_v<T, float>) return vmath::pow(a, sa, b, sb, y, n);
+      else return map2(a, sa, b, sb, y, n, [](C p, C q) { return std::pow(p, q); });
     case P::rem: return map2(a, sa, b, sb, y, n, [](C p, C q) { return std::fmod(p, q); });
     default: kernel_bug(eq, "not a binary primitive");
   }
@@ -279,13 +306,14 @@ void unary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
   expect_same_count(eq, inputs, outputs[0]);
   const DType t = inputs[0].type->dtype;
   if (outputs[0].type->dtype != t) kernel_bug(eq, "result dtype differs from the operand's");
-  const int64_t n = outputs[0].type->num_elements();
   visit_dtype(t, [&]<class T>(TypeTag<T>) {
-    if constexpr (is_float_v<T>) unary_float(eq, inputs[0].as<T>(), outputs[0].as<T>(), n);
-    else if constexpr (std::is_same_v<T, int32_t>) unary_int(eq, inputs[0].as<T>(), outputs[0].as<T>(), n);
-    else if (eq.prim == Primitive::logical_not)  // bool
-      map1(inputs[0].as<uint8_t>(), outputs[0].as<uint8_t>(), n, [](uint8_t v) { return uint8_t(v == 0); });
-    else unsupported_dtype(eq, t);
+    if constexpr (std::is_same_v<T, bool>)
+      if (eq.prim != Primitive::logical_not) unsupported_dtype(eq, t);
+    for_each_tile(outputs[0].type->num_elements(), [&](int64_t b, int64_t e) {
+      if constexpr (is_float_v<T>) unary_float(eq, inputs[0].as<T>() + b, outputs[0].as<T>() + b, e - b);
+      else if constexpr (std::is_same_v<T, int32_t>) unary_int(eq, inputs[0].as<T>() + b, outputs[0].as<T>() + b, e - b);
+      else map1(inputs[0].as<uint8_t>() + b, outputs[0].as<uint8_t>() + b, e - b, [](uint8_t v) { return uint8_t(v == 0); });
+    });
   });
 }
 
@@ -295,14 +323,18 @@ void binary_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
   expect_same_count_or_scalar(eq, inputs, outputs[0]);
   const DType t = inputs[0].type->dtype;
   if (inputs[1].type->dtype != t || outputs[0].type->dtype != t) kernel_bug(eq, "operand dtypes differ");
-  const int64_t n = outputs[0].type->num_elements();
+  const bool sa = is_scalar(inputs[0]), sb = is_scalar(inputs[1]);
   visit_dtype(t, [&]<class T>(TypeTag<T>) {
-    const auto* a = inputs[0].as<T>();
-    const auto* b = inputs[1].as<T>();
-    const bool sa = is_scalar(inputs[0]), sb = is_scalar(inputs[1]);
-    if constexpr (is_float_v<T>) binary_float(eq, a, sa, b, sb, outputs[0].as<T>(), n);
-    else if constexpr (std::is_same_v<T, int32_t>) binary_int(eq, a, sa, b, sb, outputs[0].as<T>(), n);
-    else binary_bool(eq, inputs[0].as<uint8_t>(), sa, inputs[1].as<uint8_t>(), sb, outputs[0].as<uint8_t>(), n);
+    for_each_tile(outputs[0].type->num_elements(), [&](int64_t i, int64_t e) {
+      const int64_t ia = sa ? 0 : i, ib = sb ? 0 : i;
+      if constexpr (is_float_v<T>)
+        binary_float(eq, inputs[0].as<T>() + ia, sa, inputs[1].as<T>() + ib, sb, outputs[0].as<T>() + i, e - i);
+      else if constexpr (std::is_same_v<T, int32_t>)
+        binary_int(eq, inputs[0].as<T>() + ia, sa, inputs[1].as<T>() + ib, sb, outputs[0].as<T>() + i, e - i);
+      else
+        binary_bool(eq, inputs[0].as<uint8_t>() + ia, sa, inputs[1].as<uint8_t>() + ib, sb, outputs[0].as<uint8_t>() + i,
+                    e - i);
+    });
   });
 }
 
@@ -313,14 +345,16 @@ void compare_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
   const DType t = inputs[0].type->dtype;
   if (inputs[1].type->dtype != t || outputs[0].type->dtype != DType::boolean)
     kernel_bug(eq, "expects two operands of one dtype and a bool result");
-  const int64_t n = outputs[0].type->num_elements();
   bool* y = outputs[0].as<bool>();
   const bool sa = is_scalar(inputs[0]), sb = is_scalar(inputs[1]);
   visit_dtype(t, [&]<class T>(TypeTag<T>) {
-    // bool operands are read as bytes so any stored byte compares as a number.
-    if constexpr (std::is_same_v<T, bool>)
-      compare_typed(eq, inputs[0].as<uint8_t>(), sa, inputs[1].as<uint8_t>(), sb, y, n);
-    else compare_typed(eq, inputs[0].as<T>(), sa, inputs[1].as<T>(), sb, y, n);
+    for_each_tile(outputs[0].type->num_elements(), [&](int64_t i, int64_t e) {
+      const int64_t ia = sa ? 0 : i, ib = sb ? 0 : i;
+      // bool operands are read as bytes so any stored byte compares as a number.
+      if constexpr (std::is_same_v<T, bool>)
+        compare_typed(eq, inputs[0].as<uint8_t>() + ia, sa, inputs[1].as<uint8_t>() + ib, sb, y + i, e - i);
+      else compare_typed(eq, inputs[0].as<T>() + ia, sa, inputs[1].as<T>() + ib, sb, y + i, e - i);
+    });
   });
 }
 
@@ -336,7 +370,10 @@ void select_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
   const auto* p = inputs[0].as<uint8_t>();
   const bool sp = is_scalar(inputs[0]), st = is_scalar(inputs[1]), sf = is_scalar(inputs[2]);
   auto run = [&]<class E>(TypeTag<E>) {
-    select_typed(p, sp, inputs[1].as<E>(), st, inputs[2].as<E>(), sf, outputs[0].as<E>(), n);
+    for_each_tile(n, [&](int64_t i, int64_t e) {
+      select_typed(p + (sp ? 0 : i), sp, inputs[1].as<E>() + (st ? 0 : i), st, inputs[2].as<E>() + (sf ? 0 : i), sf,
+                   outputs[0].as<E>() + i, e - i);
+    });
   };
   switch (dtype_size(t)) {
     case 1: return run(TypeTag<uint8_t>{});
@@ -376,8 +413,11 @@ void clamp_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std
   const int64_t n = outputs[0].type->num_elements();
   visit_dtype(t, [&]<class T>(TypeTag<T>) {
     if constexpr (std::is_same_v<T, bool>) unsupported_dtype(eq, t);
-    else clamp_typed(inputs[0].as<T>(), is_scalar(inputs[0]), inputs[1].as<T>(), inputs[2].as<T>(), is_scalar(inputs[2]),
-                     outputs[0].as<T>(), n);
+    else for_each_tile(n, [&](int64_t i, int64_t e) {
+      const bool slo = is_scalar(inputs[0]), shi = is_scalar(inputs[2]);
+      clamp_typed(inputs[0].as<T>() + (slo ? 0 : i), slo, inputs[1].as<T>() + i, inputs[2].as<T>() + (shi ? 0 : i), shi,
+                  outputs[0].as<T>() + i, e - i);
+    });
   });
 }
 

@@ -49,12 +49,16 @@ FERRY_CPU_KERNEL(concatenate_kernel);
 // memory_kernels.cpp
 FERRY_CPU_KERNEL(device_put_kernel);  // device_put checkpoint_name stop_gradient
 FERRY_CPU_KERNEL(bitcast_kernel);
+// fused_kernel.cpp
+FERRY_CPU_KERNEL(fused_kernel);
 
 #undef FERRY_CPU_KERNEL
 
 // Workspace declarations (kernels.cpp's workspace_size), beside their kernels.
 int64_t dot_general_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
                               std::span<const ir::Type* const> outputs);
+int64_t fused_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
+                        std::span<const ir::Type* const> outputs);
 int64_t reduce_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
                          std::span<const ir::Type* const> outputs);
 

@@ -52,6 +52,7 @@ KernelFn kernel(Primitive p) {
     case concatenate: return on_stream<concatenate_kernel>;
     case device_put: case checkpoint_name: case stop_gradient:
       return on_stream<device_put_kernel>;
+    case fused: return on_stream<fused_kernel>;  // runs its body as one loop: a kernel, not a nested program
     case scan: case checkpoint: case custom_vjp: case cond: case while_loop:  // bodies: run by the executable
     case copy_start: case copy_done:  // asynchronous copies: run by the executable's copy queue
       return nullptr;
@@ -64,6 +65,7 @@ WorkspaceSizeFn workspace_size(Primitive p) {
     case Primitive::dot_general: return dot_general_workspace;  // widening (f16, bf16), packing
     case Primitive::reduce_sum: case Primitive::reduce_max: case Primitive::reduce_min:
       return reduce_workspace;  // f16 and bf16 accumulators
+    case Primitive::fused: return fused_workspace;  // each thread's block of every value
     default:
       return nullptr;
   }

@@ -1,0 +1,169 @@
+#include "prims/fused_body.h"
+
+#include <algorithm>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "ir/printer.h"
+#include "prims/rule_helpers.h"
+
+namespace ferry::prims {
+namespace {
+
+using detail::invalid;
+
+bool reduction(Primitive p) {
+  return p == Primitive::reduce_sum || p == Primitive::reduce_max || p == Primitive::reduce_min;
+}
+
+// The primitives whose bool results a fused kernel computes (XLA's PRED arithmetic: add and max are
+// "or", mul and min are "and"); the others are f32 arithmetic.
+bool bool_result_ok(Primitive p) {
+  using P = Primitive;
+  switch (p) {
+    case P::add: case P::max: case P::mul: case P::min: case P::logical_and: case P::logical_or: case P::logical_xor:
+    case P::logical_not: case P::eq: case P::ne: case P::lt: case P::le: case P::gt: case P::ge: case P::select:
+    case P::convert_element_type: case P::stop_gradient: case P::checkpoint_name:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool fusible_primitive(Primitive p) {
+  using P = Primitive;
+  switch (p) {
+    case P::neg: case P::exp: case P::log: case P::sin: case P::cos: case P::tanh: case P::logistic: case P::sqrt:
+    case P::rsqrt: case P::abs: case P::sign: case P::erf: case P::log1p: case P::expm1: case P::floor: case P::ceil:
+    case P::round: case P::logical_not:
+    case P::add: case P::sub: case P::mul: case P::div: case P::max: case P::min: case P::pow:
+    case P::logical_and: case P::logical_or: case P::logical_xor:
+    case P::eq: case P::ne: case P::lt: case P::le: case P::gt: case P::ge:
+    case P::select: case P::clamp: case P::convert_element_type: case P::stop_gradient: case P::checkpoint_name:
+    case P::broadcast_in_dim: case P::constant:
+    case P::reduce_sum: case P::reduce_max: case P::reduce_min:
+      return true;
+    default:
+      return false;
+  }
+}
+
+FusedLayout fused_layout(const ir::Program& body) {
+  FusedLayout l;
+  const size_t nv = body.values.size();
+  // The domain: the largest value (the first of that size), checked against every value below.
+  int64_t biggest = -1;
+  for (const ir::Type& t : body.values) {
+    if (t.dtype != DType::f32 && t.dtype != DType::boolean)
+      invalid(fmt::format("a fused body holds f32 and bool values only, not {}", ir::to_string(t)));
+    if (t.kind != MemoryKind::device) invalid(fmt::format("a fused body's values live on the device, not {}", ir::to_string(t)));
+    if (t.num_elements() > biggest) {
+      biggest = t.num_elements();
+      l.domain = t.shape;
+    }
+  }
+  const int64_t rank = static_cast<int64_t>(l.domain.size());
+  for (const ir::Equation& eq : body.equations) {
+    if (!fusible_primitive(eq.prim)) invalid(fmt::format("{} cannot be part of a fused body", name_of(eq.prim)));
+    if (!eq.subprograms.empty()) invalid("a fused body's equations have no bodies");
+    if (!reduction(eq.prim)) continue;
+    const auto& axes = std::get<ir::ReduceParams>(eq.params).axes;
+    const ir::Type& x = body.type(eq.inputs.at(0));
+    const int64_t k = static_cast<int64_t>(axes.size());
+    std::vector<int64_t> sorted = axes;
+    std::sort(sorted.begin(), sorted.end());
+    bool trailing = x.shape == l.domain && k > 0;
+    for (int64_t i = 0; i < k && trailing; ++i) trailing = sorted[static_cast<size_t>(i)] == rank - k + i;
+    if (!trailing)
+      invalid(fmt::format("a fused reduction reduces trailing axes of the domain {}, not axes {} of {}",
+                          ir::to_string(ir::Type{DType::f32, l.domain}), detail::dims_string(axes), ir::to_string(x)));
+    if (l.reduced_axes != 0 && l.reduced_axes != k) invalid("the reductions of a fused body reduce different axes");
+    l.reduced_axes = k;
+  }
+  const Shape row_shape(l.domain.begin(), l.domain.end() - l.reduced_axes);
+  l.rows = num_elements(row_shape);
+  l.cols = num_elements(Shape(l.domain.end() - l.reduced_axes, l.domain.end()));
+
+  using C = FusedClass;
+  l.value_class.assign(nv, C::source);
+  auto by_shape = [&](const Shape& s) -> std::optional<C> {
+    if (s == l.domain) return C::full;
+    if (num_elements(s) == 1) return C::scalar;  // also a domain's only row: one number either way
+    if (l.reduced_axes > 0 && s == row_shape) return C::row;
+    return std::nullopt;
+  };
+  for (ir::ValueId v : body.inputs) l.value_class.at(static_cast<size_t>(v)) = by_shape(body.type(v).shape).value_or(C::source);
+
+  for (const ir::Equation& eq : body.equations) {
+    const ir::Type& out = body.type(eq.outputs.at(0));
+    std::optional<C> want = by_shape(out.shape);
+    if (!want || eq.outputs.size() != 1)
+      invalid(fmt::format("{} makes {}, which is neither the domain, a row of it nor a scalar", name_of(eq.prim),
+                          ir::to_string(out)));
+    auto cls = [&](size_t i) { return l.value_class.at(static_cast<size_t>(eq.inputs.at(i))); };
+    switch (eq.prim) {
+      case Primitive::constant:
+        break;
+      case Primitive::reduce_sum: case Primitive::reduce_max: case Primitive::reduce_min:
+        if (cls(0) != C::full || (*want != C::row && !(*want == C::scalar && l.rows == 1)))
+          invalid("a fused reduction takes a full value to a row");
+        break;
+      case Primitive::broadcast_in_dim: {
+        const auto& dims = std::get<ir::BroadcastInDimParams>(eq.params).broadcast_dimensions;
+        const C from = cls(0);
+        bool ok = false;
+        if (from == C::scalar || from == C::source) ok = *want == C::full || (from == C::scalar && *want == C::row);
+        else if (from == C::row && *want == C::full) {
+          ok = static_cast<int64_t>(dims.size()) == rank - l.reduced_axes;
+          for (size_t i = 0; i < dims.size() && ok; ++i) ok = dims[i] == static_cast<int64_t>(i);
+        } else if (from == *want) {  // same shape: the identity only
+          ok = true;
+          for (size_t i = 0; i < dims.size() && ok; ++i) ok = dims[i] == static_cast<int64_t>(i);
+        }
+        if (!ok) invalid(fmt::format("a fused broadcast_in_dim cannot take {} to {}", ir::to_string(body.type(eq.inputs[0])),
+                                     ir::to_string(out)));
+        break;
+      }
+      default:  // elementwise: full or scalar operands to full, row or scalar operands to row, scalars to scalar
+        for (size_t i = 0; i < eq.inputs.size(); ++i) {
+          const C c = cls(i);
+          if (c != C::scalar && c != *want)
+            invalid(fmt::format("{} mixes {} and {} in a fused body", name_of(eq.prim),
+                                ir::to_string(body.type(eq.inputs[i])), ir::to_string(out)));
+        }
+        if (out.dtype == DType::boolean && !bool_result_ok(eq.prim))
+          invalid(fmt::format("{} on bool values cannot be part of a fused body", name_of(eq.prim)));
+        if (eq.prim == Primitive::convert_element_type &&
+            body.type(eq.inputs[0]).dtype != DType::f32 && body.type(eq.inputs[0]).dtype != DType::boolean)
+          invalid("a fused convert_element_type converts between f32 and bool");
+    }
+    l.value_class[static_cast<size_t>(eq.outputs[0])] = *want;
+  }
+  std::vector<char> is_input(nv, 0);
+  for (ir::ValueId v : body.inputs) is_input[static_cast<size_t>(v)] = 1;
+  for (ir::ValueId v : body.outputs)
+    if (is_input.at(static_cast<size_t>(v)) || l.value_class[static_cast<size_t>(v)] == C::source)
+      invalid("a fused body returns values it computes");
+  // A source is read only by broadcast_in_dim.
+  for (const ir::Equation& eq : body.equations)
+    for (ir::ValueId v : eq.inputs)
+      if (l.value_class[static_cast<size_t>(v)] == C::source && eq.prim != Primitive::broadcast_in_dim)
+        invalid(fmt::format("{} reads {}, which is neither the domain, a row of it nor a scalar", name_of(eq.prim),
+                            ir::to_string(body.type(v))));
+  return l;
+}
+
+std::vector<size_t> fused_in_place_inputs(const ir::Program& body) {
+  const FusedLayout l = fused_layout(body);
+  std::vector<size_t> inputs;
+  for (size_t i = 0; i < body.inputs.size(); ++i) {
+    const FusedClass c = l.value_class[static_cast<size_t>(body.inputs[i])];
+    if (c != FusedClass::source) inputs.push_back(i);
+  }
+  return inputs;
+}
+
+}  // namespace ferry::prims

@@ -1,0 +1,58 @@
+// What a `fused` equation's body may hold, and how its values map onto the one loop that computes
+// it (compiler/fuse.h makes such bodies; the CPU's fused kernel runs them; the verifier checks them
+// through fused's shape rule).
+//
+// A body is a program of f32 and bool values on the device, made of elementwise primitives
+// (unary, binary, comparisons, select, clamp, convert_element_type between f32 and bool, and the
+// identities stop_gradient and checkpoint_name), broadcast_in_dim, constant, and reduce_sum/max/min
+// over trailing axes. It has a *domain* D, the shape of its largest value; every reduction reduces
+// the same k trailing axes of D (k = 0 when there is none). Each value is then one of:
+//   full   -- shape D: one element per point of the domain;
+//   row    -- shape D without its k trailing axes (k > 0): one element per row, a reduction's result;
+//   scalar -- one element, the same for every point (scalar constants and operands, and the rows
+//             of a domain that has only one);
+//   source -- a body input of another shape, read only through broadcast_in_dim (a bias, say).
+// Elementwise operations take full or scalar operands to a full result, or row or scalar operands
+// to a row result; broadcast_in_dim makes a full value of a row (along the trailing axes), a
+// scalar, a source or a full value (same shape), or a row value of a scalar. So a kernel can run
+// the body one block of whole rows at a time, in order, keeping only that block of each value.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/program.h"
+
+namespace ferry::prims {
+
+enum class FusedClass : uint8_t { full, row, scalar, source };
+
+// The elements of a block of the fused kernel: 4 KiB of f32 per value, so a block's values stay in
+// L1/L2 and on the running thread's stack. Fusion takes a reduction into a group only while one
+// row fits a block (compiler/fuse.h); the kernel runs longer rows too, in blocks of one row.
+inline constexpr int64_t kFusedBlock = 1024;
+
+struct FusedLayout {
+  Shape domain;
+  int64_t reduced_axes = 0;  // k
+  int64_t rows = 0;          // elements of the domain without its k trailing axes
+  int64_t cols = 1;          // elements of the k trailing axes (1 when k = 0)
+  std::vector<FusedClass> value_class;  // by body ValueId
+};
+
+// Whether p may be an equation of a fused body (dtypes and shapes aside).
+bool fusible_primitive(Primitive p);
+
+// The layout of a body, or INVALID_ARGUMENT saying what breaks the rules above. The body must be
+// a verified program.
+FusedLayout fused_layout(const ir::Program& body);
+
+// The inputs whose buffer a result of the same byte size may take over (buffer assignment's
+// in-place candidates): all but the sources (read anywhere). A block of rows reads full and row
+// inputs only at its own rows, and every equal-sized pairing of a full or row input with a result
+// (f32 or bool) covers the same bytes per block, which the kernel writes after all of the block's
+// reads. Scalar inputs are read by every block, and scalar results written by the first block,
+// which the kernel runs after all the others.
+std::vector<size_t> fused_in_place_inputs(const ir::Program& body);
+
+}  // namespace ferry::prims

@@ -1,0 +1,585 @@
+// The kernel of `fused` (prims/fused_body.h): runs the body one block of whole rows at a time,
+// keeping only that block of each value, in f32 (bool values as 0 and 1). A block holds about
+// kBlock elements (one row when a row is longer), so a block's values stay in L1/L2 and a softmax,
+// logsumexp or layer norm reads each row from memory once. Blocks are fixed by the shapes alone and
+// each row is reduced inside one block in a fixed order, so the result does not depend on the
+// number of threads; consecutive runs of blocks go to the threads of parallel_for.
+//
+// The body is turned into a recipe once (cached by body, so a run allocates nothing): each value
+// gets a place (an operand's memory read in place, or a slot of the thread's region, reused once
+// the value is dead). A region that fits kStackRegion lives on the thread's stack, like a
+// kernel's per-dimension bookkeeping, so that fusion adds nothing to the memory plan; a bigger one
+// (rows longer than a block, or very large bodies) is the kernel's declared workspace, one region
+// per thread) and a width: a *scalar* (one number, read with stride 0: constants
+// and anything computed from scalars alone, even where the body's type is the full domain), a *row*
+// (one number per row of the block) or *full* (every element of the block).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "prims/fused_body.h"
+#include "runtime/cpu/check.h"
+#include "runtime/cpu/kernel_groups.h"
+#include "runtime/cpu/parallel.h"
+#include "runtime/cpu/tiles.h"
+#include "runtime/cpu/vector_math.h"
+
+namespace ferry::runtime::cpu {
+namespace {
+
+using prims::FusedClass;
+
+// Elements of a block, and the most stack one thread's region may use (16 blocks).
+constexpr int64_t kBlock = prims::kFusedBlock;
+constexpr int64_t kStackRegion = 16 * kBlock * 4;
+enum class Width : uint8_t { scalar, row, full };
+
+// Where a value's block lives while a block runs.
+struct Place {
+  enum class Kind : uint8_t { none, operand, slot } kind = Kind::none;
+  int index = -1;  // operand number, or slot number (full slots first, then row slots, then scalars)
+};
+
+struct Step {
+  enum class Op : uint8_t { elementwise, load, constant, expand_rows, gather, reduce, reduce_scalar, copy };
+  Op op = Op::elementwise;
+  Primitive prim = Primitive::add;
+  ir::ValueId out = -1;
+  std::array<ir::ValueId, 3> in{-1, -1, -1};
+  int num_in = 0;
+  float value = 0;      // constant
+  bool out_bool = false;  // the result is bool (logical arithmetic, as XLA's PRED)
+  int operand = -1;     // load, gather: the operand read
+  int gather = -1;      // gather: index into Recipe::gathers
+};
+
+// How a broadcast_in_dim reads a smaller operand for each element of the domain: per domain
+// dimension, the operand stride (0 where the operand does not vary along it).
+struct Gather {
+  std::array<int64_t, ir::kMaxRank> stride{};
+};
+
+struct Recipe {
+  prims::FusedLayout layout;
+  int64_t block_rows = 1, block_elems = 0;
+  std::vector<Width> width;  // by value (the body's, then copies of results)
+  std::vector<Place> place;  // by value
+  std::vector<ir::ValueId> result;  // by result: the value written out
+  std::vector<Step> steps;
+  std::vector<Gather> gathers;
+  int full_slots = 0, row_slots = 0, scalar_slots = 0;
+  int64_t region_bytes = 0;  // one thread's slots
+};
+
+int64_t floats_bytes(int64_t n) { return (n * 4 + 63) / 64 * 64; }
+
+bool aliasing(const ir::Program& body, const ir::Equation& eq) {
+  switch (eq.prim) {
+    case Primitive::stop_gradient: case Primitive::checkpoint_name: return true;
+    case Primitive::convert_element_type:  // bool -> f32 and same-dtype conversions keep the 0/1 floats
+      return body.type(eq.outputs[0]).dtype == DType::f32 || body.type(eq.inputs[0]).dtype == DType::boolean;
+    default: return false;
+  }
+}
+
+std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
+  auto r = std::make_shared<Recipe>();
+  r->layout = prims::fused_layout(body);
+  const prims::FusedLayout& l = r->layout;
+  r->block_rows = std::min(std::max<int64_t>(1, l.rows), l.cols > 0 ? std::max<int64_t>(1, kBlock / l.cols) : kBlock);
+  r->block_elems = r->block_rows * l.cols;
+  const size_t nv = body.values.size();
+  r->width.assign(nv, Width::scalar);
+  r->place.assign(nv, Place{});
+  std::vector<ir::ValueId> root(nv);  // the value whose place an alias shares
+  for (size_t v = 0; v < nv; ++v) root[v] = static_cast<ir::ValueId>(v);
+  auto W = [&](ir::ValueId v) -> Width& { return r->width[static_cast<size_t>(v)]; };
+
+  // Widths and steps, in body order; places come after, from the live ranges.
+  for (size_t i = 0; i < body.inputs.size(); ++i) {
+    ir::ValueId v = body.inputs[i];
+    const FusedClass c = l.value_class[static_cast<size_t>(v)];
+    if (c == FusedClass::source) continue;
+    W(v) = c == FusedClass::full ? Width::full : c == FusedClass::row ? Width::row : Width::scalar;
+    if (body.type(v).dtype == DType::f32 && c != FusedClass::scalar) {
+      r->place[static_cast<size_t>(v)] = Place{Place::Kind::operand, static_cast<int>(i)};
+    } else {
+      Step s{.op = Step::Op::load, .out = v, .operand = static_cast<int>(i)};
+      r->steps.push_back(s);
+    }
+  }
+  for (const ir::Equation& eq : body.equations) {
+    const ir::ValueId out = eq.outputs[0];
+    Step s{.prim = eq.prim, .out = out, .num_in = static_cast<int>(eq.inputs.size())};
+    for (size_t i = 0; i < eq.inputs.size(); ++i) s.in[i] = eq.inputs[i];
+    s.out_bool = body.type(out).dtype == DType::boolean;
+    const FusedClass oc = l.value_class[static_cast<size_t>(out)];
+    switch (eq.prim) {
+      case Primitive::constant: {
+        const double v = std::get<ir::ConstantParams>(eq.params).value;
+        s.op = Step::Op::constant;
+        s.value = s.out_bool ? (v != 0 ? 1.0f : 0.0f) : static_cast<float>(v);
+        W(out) = Width::scalar;
+        break;
+      }
+      case Primitive::reduce_sum: case Primitive::reduce_max: case Primitive::reduce_min:
+        s.op = W(s.in[0]) == Width::scalar ? Step::Op::reduce_scalar : Step::Op::reduce;
+        // A domain of one row has one number per reduction: a scalar (its only block has one row).
+        W(out) = W(s.in[0]) == Width::scalar || l.rows == 1 ? Width::scalar : Width::row;
+        break;
+      case Primitive::broadcast_in_dim: {
+        const ir::ValueId x = s.in[0];
+        const FusedClass xc = l.value_class[static_cast<size_t>(x)];
+        if (xc == FusedClass::source) {
+          const auto& dims = std::get<ir::BroadcastInDimParams>(eq.params).broadcast_dimensions;
+          const Shape& xs = body.type(x).shape;
+          Gather g;
+          int64_t stride = 1;
+          for (size_t d = xs.size(); d-- > 0;) {
+            if (xs[d] != 1) g.stride[static_cast<size_t>(dims[d])] = stride;
+            stride *= xs[d];
+          }
+          s.op = Step::Op::gather;
+          s.gather = static_cast<int>(r->gathers.size());
+          r->gathers.push_back(g);
+          for (size_t i = 0; i < body.inputs.size(); ++i)
+            if (body.inputs[i] == x) s.operand = static_cast<int>(i);
+          W(out) = Width::full;
+        } else if (W(x) == Width::row && oc == FusedClass::full) {
+          s.op = Step::Op::expand_rows;
+          W(out) = Width::full;
+        } else {  // a scalar stays one; the identity keeps its operand's place
+          W(out) = W(x);
+          root[static_cast<size_t>(out)] = root[static_cast<size_t>(x)];
+          continue;
+        }
+        break;
+      }
+      default: {
+        Width w = Width::scalar;
+        for (int i = 0; i < s.num_in; ++i) w = std::max(w, W(s.in[static_cast<size_t>(i)]));
+        W(out) = w;
+        if (aliasing(body, eq)) {
+          root[static_cast<size_t>(out)] = root[static_cast<size_t>(s.in[0])];
+          continue;
+        }
+      }
+    }
+    r->steps.push_back(s);
+  }
+
+  // A result that is an operand's memory under another name (an identity of an input) is copied
+  // into a slot: a result written in place over an operand must not change what another result
+  // reads from it (results are written after every step).
+  // The copy is a value of its own (numbered after the body's), so the body's own readers of the
+  // identity still read the operand.
+  r->result.assign(body.outputs.begin(), body.outputs.end());
+  for (size_t o = 0; o < body.outputs.size(); ++o) {
+    const ir::ValueId v = body.outputs[o];
+    const ir::ValueId rt = root[static_cast<size_t>(v)];
+    if (r->place[static_cast<size_t>(rt)].kind != Place::Kind::operand) continue;
+    const auto copy = static_cast<ir::ValueId>(r->width.size());
+    r->width.push_back(r->width[static_cast<size_t>(v)]);
+    r->place.emplace_back();
+    root.push_back(copy);
+    Step s{.op = Step::Op::copy, .out = copy, .num_in = 1};
+    s.in[0] = rt;
+    r->steps.push_back(s);
+    for (size_t k = o; k < body.outputs.size(); ++k)  // the same value returned twice: one copy
+      if (body.outputs[k] == v) r->result[k] = copy;
+  }
+  const size_t nv_all = r->width.size();
+
+  // Places: slots by width, each reused once every value sharing it has been read for the last
+  // time (outputs are read at the end of the block, after every step).
+  const int n = static_cast<int>(r->steps.size());
+  std::vector<int> last(nv_all, -1);
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < r->steps[static_cast<size_t>(i)].num_in; ++k)
+      last[static_cast<size_t>(root[static_cast<size_t>(r->steps[static_cast<size_t>(i)].in[static_cast<size_t>(k)])])] = i;
+  for (ir::ValueId v : r->result) last[static_cast<size_t>(root[static_cast<size_t>(v)])] = n;
+  std::array<std::vector<int>, 3> free_slots;
+  std::array<int, 3> count{0, 0, 0};
+  std::vector<std::pair<int, ir::ValueId>> holding;  // (last use, root) of slots in use
+  std::vector<int> slot_of(nv_all, -1);
+  for (int i = 0; i < n; ++i) {
+    for (size_t h = 0; h < holding.size();) {  // free the slots whose values died before step i
+      if (holding[h].first < i) {
+        ir::ValueId v = holding[h].second;
+        free_slots[static_cast<size_t>(W(v))].push_back(slot_of[static_cast<size_t>(v)]);
+        holding[h] = holding.back();
+        holding.pop_back();
+      } else {
+        ++h;
+      }
+    }
+    const ir::ValueId out = r->steps[static_cast<size_t>(i)].out;
+    if (root[static_cast<size_t>(out)] != out) continue;
+    auto& fl = free_slots[static_cast<size_t>(W(out))];
+    int slot;
+    if (!fl.empty()) {
+      slot = fl.back();
+      fl.pop_back();
+    } else {
+      slot = count[static_cast<size_t>(W(out))]++;
+    }
+    slot_of[static_cast<size_t>(out)] = slot;
+    // A value nothing reads (dead code the pass left) still gets a slot, freed at once.
+    holding.emplace_back(std::max(last[static_cast<size_t>(out)], i), out);
+  }
+  r->full_slots = count[static_cast<size_t>(Width::full)];
+  r->row_slots = count[static_cast<size_t>(Width::row)];
+  r->scalar_slots = count[static_cast<size_t>(Width::scalar)];
+  for (size_t v = 0; v < nv_all; ++v) {
+    const ir::ValueId rt = root[v];
+    if (r->place[static_cast<size_t>(rt)].kind == Place::Kind::operand) {
+      r->place[v] = r->place[static_cast<size_t>(rt)];
+    } else if (slot_of[static_cast<size_t>(rt)] >= 0) {
+      int base = W(rt) == Width::full ? 0 : W(rt) == Width::row ? r->full_slots : r->full_slots + r->row_slots;
+      r->place[v] = Place{Place::Kind::slot, base + slot_of[static_cast<size_t>(rt)]};
+    }
+  }
+  r->region_bytes = r->full_slots * floats_bytes(r->block_elems) + r->row_slots * floats_bytes(r->block_rows) +
+                    floats_bytes(r->scalar_slots) + floats_bytes(2 * static_cast<int64_t>(nv_all));  // + the pointer table
+  return r;
+}
+
+// Recipes by body. A body outlives every run of its equation; an entry whose body died (its
+// address reused) is told apart by the weak pointer.
+std::shared_ptr<const Recipe> recipe_for(const ir::Equation& eq) {
+  static std::mutex mu;
+  static std::unordered_map<const ir::Program*, std::pair<std::weak_ptr<const ir::Program>, std::shared_ptr<const Recipe>>>
+      cache;
+  const std::shared_ptr<const ir::Program>& body = eq.subprograms.at(0);
+  std::lock_guard lock(mu);
+  auto it = cache.find(body.get());
+  if (it != cache.end() && it->second.first.lock() == body) return it->second.second;
+  if (cache.size() >= 4096)
+    std::erase_if(cache, [](const auto& e) { return e.second.first.expired(); });
+  auto r = make_recipe(*body);
+  cache[body.get()] = {body, r};
+  return r;
+}
+
+// Threads that may run blocks at once: each needs a region of the workspace.
+int64_t regions() { return std::max(1, num_threads()); }
+
+// ---- the arithmetic, on float blocks; an operand with stride 0 is a scalar ----
+
+template <int SA, class F> void map1(const float* a, float* y, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f(a[i * SA]);
+}
+template <int SA, int SB, class F> void map2s(const float* a, const float* b, float* y, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) y[i] = f(a[i * SA], b[i * SB]);
+}
+template <class F> void map2(const float* a, bool sa, const float* b, bool sb, float* y, int64_t n, F f) {
+  if (!sa && !sb) return map2s<1, 1>(a, b, y, n, f);
+  if (sa && !sb) return map2s<0, 1>(a, b, y, n, f);
+  if (!sa && sb) return map2s<1, 0>(a, b, y, n, f);
+  map2s<0, 0>(a, b, y, n, f);
+}
+inline float max_nan(float a, float b) { return ((a > b) | (a != a)) ? a : b; }
+inline float min_nan(float a, float b) { return ((a < b) | (a != a)) ? a : b; }
+inline float truth(bool b) { return b ? 1.0f : 0.0f; }
+
+void unary(const ir::Equation& eq, Primitive p, const float* a, float* y, int64_t n) {
+  using P = Primitive;
+  using vmath::Fn;
+  switch (p) {
+    case P::neg: return map1<1>(a, y, n, [](float v) { return -v; });
+    case P::exp: return vmath::apply(Fn::exp, a, y, n);
+    case P::log: return vmath::apply(Fn::log, a, y, n);
+    case P::sin: return vmath::apply(Fn::sin, a, y, n);
+    case P::cos: return vmath::apply(Fn::cos, a, y, n);
+    case P::tanh: return vmath::apply(Fn::tanh, a, y, n);
+    case P::logistic: return vmath::apply(Fn::logistic, a, y, n);
+    case P::erf: return vmath::apply(Fn::erf, a, y, n);
+    case P::log1p: return vmath::apply(Fn::log1p, a, y, n);
+    case P::expm1: return vmath::apply(Fn::expm1, a, y, n);
+    case P::sqrt: return map1<1>(a, y, n, [](float v) { return std::sqrt(v); });
+    case P::rsqrt: return map1<1>(a, y, n, [](float v) { return 1.0f / std::sqrt(v); });
+    case P::abs: return map1<1>(a, y, n, [](float v) { return std::fabs(v); });
+    case P::sign: return map1<1>(a, y, n, [](float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v; });
+    case P::floor: return map1<1>(a, y, n, [](float v) { return std::floor(v); });
+    case P::ceil: return map1<1>(a, y, n, [](float v) { return std::ceil(v); });
+    case P::round: return map1<1>(a, y, n, [](float v) { return std::round(v); });
+    case P::logical_not: return map1<1>(a, y, n, [](float v) { return truth(v == 0.0f); });
+    case P::convert_element_type: return map1<1>(a, y, n, [](float v) { return truth(v != 0.0f); });  // f32 -> bool
+    default: kernel_bug(eq, fmt::format("{} is not a fused unary operation", primitive_name(p)));
+  }
+}
+
+void binary(const ir::Equation& eq, Primitive p, bool as_bool, const float* a, bool sa, const float* b, bool sb, float* y,
+            int64_t n) {
+  using P = Primitive;
+  if (as_bool) {  // XLA's PRED arithmetic
+    switch (p) {
+      case P::add: case P::max: case P::logical_or:
+        return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth((u != 0.0f) | (v != 0.0f)); });
+      case P::mul: case P::min: case P::logical_and:
+        return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth((u != 0.0f) & (v != 0.0f)); });
+      case P::logical_xor:
+        return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth((u != 0.0f) != (v != 0.0f)); });
+      default: break;
+    }
+  }
+  switch (p) {
+    case P::add: return map2(a, sa, b, sb, y, n, [](float u, float v) { return u + v; });
+    case P::sub: return map2(a, sa, b, sb, y, n, [](float u, float v) { return u - v; });
+    case P::mul: return map2(a, sa, b, sb, y, n, [](float u, float v) { return u * v; });
+    case P::div: return map2(a, sa, b, sb, y, n, [](float u, float v) { return u / v; });
+    case P::max: return map2(a, sa, b, sb, y, n, max_nan);
+    case P::min: return map2(a, sa, b, sb, y, n, min_nan);
+    case P::pow: return vmath::pow(a, sa, b, sb, y, n);
+    case P::eq: return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth(u == v); });
+    case P::ne: return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth(u != v); });
+    case P::lt: return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth(u < v); });
+    case P::le: return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth(u <= v); });
+    case P::gt: return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth(u > v); });
+    case P::ge: return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth(u >= v); });
+    default: kernel_bug(eq, fmt::format("{} is not a fused binary operation", primitive_name(p)));
+  }
+}
+
+// A row's reduction in the order of the unfused reduce kernel (reduce_kernels.cpp): eight partial
+// results, the tail into the first, combined pairwise, then into the identity. So a fused sum gives
+// the unfused sum's bits (a max may differ in the sign of a zero result, or a NaN's payload).
+// `stride` 0 reduces n copies of x[0].
+template <Primitive P> float row_reduce(const float* x, int64_t n, int64_t stride) {
+  auto apply = [](float a, float b) {
+    if constexpr (P == Primitive::reduce_sum) return a + b;
+    else if constexpr (P == Primitive::reduce_max) return max_nan(a, b);
+    else return min_nan(a, b);
+  };
+  const float init = P == Primitive::reduce_sum ? 0.0f
+                     : P == Primitive::reduce_max ? -std::numeric_limits<float>::infinity()
+                                                  : std::numeric_limits<float>::infinity();
+  float part[8];
+  std::fill_n(part, 8, init);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; ++k) part[k] = apply(part[k], x[(j + k) * stride]);
+  for (; j < n; ++j) part[0] = apply(part[0], x[j * stride]);
+  const float r = apply(apply(apply(part[0], part[1]), apply(part[2], part[3])), apply(apply(part[4], part[5]), apply(part[6], part[7])));
+  return apply(init, r);
+}
+
+float row_reduce(Primitive p, const float* x, int64_t n, int64_t stride) {
+  if (p == Primitive::reduce_sum) return row_reduce<Primitive::reduce_sum>(x, n, stride);
+  if (p == Primitive::reduce_max) return row_reduce<Primitive::reduce_max>(x, n, stride);
+  return row_reduce<Primitive::reduce_min>(x, n, stride);
+}
+
+// One thread's view of a block: where each value's elements are.
+struct Block {
+  int64_t row0 = 0, rows = 0, elems = 0;  // first row, rows, elements (rows * cols)
+  const float** at = nullptr;             // by value
+};
+
+int64_t count(Width w, const Block& b) { return w == Width::full ? b.elems : w == Width::row ? b.rows : 1; }
+
+// Slot k of one thread's region (the layout of Recipe::region_bytes).
+struct Slots {
+  char* base;
+  const Recipe& r;
+  float* operator[](int k) const {
+    if (k < r.full_slots) return reinterpret_cast<float*>(base + k * floats_bytes(r.block_elems));
+    char* rows = base + r.full_slots * floats_bytes(r.block_elems);
+    if (k < r.full_slots + r.row_slots) return reinterpret_cast<float*>(rows + (k - r.full_slots) * floats_bytes(r.block_rows));
+    return reinterpret_cast<float*>(rows + r.row_slots * floats_bytes(r.block_rows)) + (k - r.full_slots - r.row_slots);
+  }
+};
+
+void run_block(const ir::Equation& eq, const Recipe& r, std::span<const ConstView> inputs, const Slots& slot,
+               Block& b) {
+  const prims::FusedLayout& l = r.layout;
+  const ir::Program& body = *eq.subprograms[0];
+  // Operands read in place: their block.
+  for (size_t v = 0; v < r.place.size(); ++v) {
+    const Place& pl = r.place[v];
+    if (pl.kind == Place::Kind::operand)
+      b.at[v] = inputs[static_cast<size_t>(pl.index)].as<float>() + (r.width[v] == Width::full ? b.row0 * l.cols : b.row0);
+    else if (pl.kind == Place::Kind::slot)
+      b.at[v] = slot[pl.index];
+  }
+  for (const Step& s : r.steps) {
+    const Width w = r.width[static_cast<size_t>(s.out)];
+    const int64_t n = count(w, b);
+    float* y = const_cast<float*>(b.at[static_cast<size_t>(s.out)]);
+    auto in = [&](int k) { return b.at[static_cast<size_t>(s.in[static_cast<size_t>(k)])]; };
+    auto is_scalar = [&](int k) { return r.width[static_cast<size_t>(s.in[static_cast<size_t>(k)])] == Width::scalar; };
+    switch (s.op) {
+      case Step::Op::constant: y[0] = s.value; break;
+      case Step::Op::load: {
+        const ConstView& x = inputs[static_cast<size_t>(s.operand)];
+        const int64_t first = w == Width::full ? b.row0 * l.cols : w == Width::row ? b.row0 : 0;
+        if (x.type->dtype == DType::boolean)
+          for (int64_t i = 0; i < n; ++i) y[i] = truth(x.as<uint8_t>()[first + i] != 0);
+        else
+          std::copy_n(x.as<float>() + first, n, y);
+        break;
+      }
+      case Step::Op::copy: std::copy_n(in(0), n, y); break;
+      case Step::Op::expand_rows: {
+        const float* x = in(0);
+        for (int64_t i = 0; i < b.rows; ++i) std::fill_n(y + i * l.cols, l.cols, x[i]);
+        break;
+      }
+      case Step::Op::gather: {
+        const Gather& g = r.gathers[static_cast<size_t>(s.gather)];
+        const ConstView& x = inputs[static_cast<size_t>(s.operand)];
+        const Shape& d = l.domain;
+        const int64_t rank = static_cast<int64_t>(d.size());
+        // The multi-index of the block's first element, then a walk along the last dimension.
+        std::array<int64_t, ir::kMaxRank> idx{};
+        int64_t rest = b.row0 * l.cols, off = 0;
+        for (int64_t k = rank; k-- > 0;) {
+          idx[static_cast<size_t>(k)] = rest % d[static_cast<size_t>(k)];
+          rest /= d[static_cast<size_t>(k)];
+          off += idx[static_cast<size_t>(k)] * g.stride[static_cast<size_t>(k)];
+        }
+        const int64_t inner = rank > 0 ? d[static_cast<size_t>(rank - 1)] : 1;
+        const int64_t step = rank > 0 ? g.stride[static_cast<size_t>(rank - 1)] : 0;
+        const bool as_bool = x.type->dtype == DType::boolean;
+        for (int64_t i = 0; i < n;) {
+          const int64_t run = std::min(n - i, inner - (rank > 0 ? idx[static_cast<size_t>(rank - 1)] : 0));
+          if (as_bool)
+            for (int64_t j = 0; j < run; ++j) y[i + j] = truth(x.as<uint8_t>()[off + j * step] != 0);
+          else if (step == 1)
+            std::copy_n(x.as<float>() + off, run, y + i);
+          else
+            for (int64_t j = 0; j < run; ++j) y[i + j] = x.as<float>()[off + j * step];
+          i += run;
+          // Advance the multi-index past the run (the odometer carries into the outer dimensions).
+          if (rank == 0) break;
+          off += run * step;
+          idx[static_cast<size_t>(rank - 1)] += run;
+          for (int64_t k = rank - 1; k > 0 && idx[static_cast<size_t>(k)] == d[static_cast<size_t>(k)]; --k) {
+            off -= idx[static_cast<size_t>(k)] * g.stride[static_cast<size_t>(k)];
+            idx[static_cast<size_t>(k)] = 0;
+            ++idx[static_cast<size_t>(k - 1)];
+            off += g.stride[static_cast<size_t>(k - 1)];
+          }
+        }
+        break;
+      }
+      case Step::Op::reduce: {
+        const float* x = in(0);
+        for (int64_t i = 0; i < b.rows; ++i) y[i] = row_reduce(s.prim, x + i * l.cols, l.cols, 1);
+        break;
+      }
+      case Step::Op::reduce_scalar:  // every element of every row is the same number
+        y[0] = row_reduce(s.prim, in(0), l.cols, 0);
+        break;
+      case Step::Op::elementwise:
+        switch (s.prim) {
+          case Primitive::select: {
+            const float *p = in(0), *t = in(1), *f = in(2);
+            const int64_t sp = is_scalar(0) ? 0 : 1, st = is_scalar(1) ? 0 : 1, sf = is_scalar(2) ? 0 : 1;
+            for (int64_t i = 0; i < n; ++i) y[i] = p[i * sp] != 0.0f ? t[i * st] : f[i * sf];
+            break;
+          }
+          case Primitive::clamp: {
+            const float *lo = in(0), *x = in(1), *hi = in(2);
+            const int64_t sl = is_scalar(0) ? 0 : 1, sx = is_scalar(1) ? 0 : 1, sh = is_scalar(2) ? 0 : 1;
+            for (int64_t i = 0; i < n; ++i) y[i] = min_nan(max_nan(x[i * sx], lo[i * sl]), hi[i * sh]);
+            break;
+          }
+          default:
+            if (s.num_in == 1) {
+              if (is_scalar(0) && n > 1) kernel_bug(eq, "a unary operation widens its operand");
+              unary(eq, s.prim, in(0), y, n);
+            } else {
+              binary(eq, s.prim, s.out_bool && body.type(s.in[0]).dtype == DType::boolean, in(0), is_scalar(0), in(1),
+                     is_scalar(1), y, n);
+            }
+        }
+        break;
+    }
+  }
+}
+
+// Writes the block's part of each result.
+void store_block(const ir::Equation& eq, const Recipe& r, std::span<const MutView> outputs, const Block& b,
+                 bool first_block) {
+  const ir::Program& body = *eq.subprograms[0];
+  const prims::FusedLayout& l = r.layout;
+  for (size_t o = 0; o < body.outputs.size(); ++o) {
+    const FusedClass c = l.value_class[static_cast<size_t>(body.outputs[o])];
+    const ir::ValueId v = r.result[o];
+    int64_t first = 0, n = 1;
+    if (c == FusedClass::full) first = b.row0 * l.cols, n = b.elems;
+    else if (c == FusedClass::row) first = b.row0, n = b.rows;
+    else if (!first_block) continue;
+    const float* x = b.at[static_cast<size_t>(v)];
+    const bool splat = r.width[static_cast<size_t>(v)] == Width::scalar;
+    if (outputs[o].type->dtype == DType::boolean) {
+      uint8_t* y = outputs[o].as<uint8_t>() + first;
+      for (int64_t i = 0; i < n; ++i) y[i] = x[splat ? 0 : i] != 0.0f;
+    } else if (splat) {
+      std::fill_n(outputs[o].as<float>() + first, n, x[0]);
+    } else {
+      std::copy_n(x, n, outputs[o].as<float>() + first);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t fused_workspace(const ir::Equation& eq, std::span<const ir::Type* const>, std::span<const ir::Type* const>) {
+  const int64_t region = Workspace::piece(recipe_for(eq)->region_bytes);
+  return region <= kStackRegion ? 0 : regions() * region;
+}
+
+void fused_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                  Workspace& workspace) {
+  std::shared_ptr<const Recipe> recipe = recipe_for(eq);
+  const Recipe& r = *recipe;
+  const ir::Program& body = *eq.subprograms.at(0);
+  if (inputs.size() != body.inputs.size() || outputs.size() != body.outputs.size())
+    kernel_bug(eq, "operand or result count differs from the body's");
+  const int64_t rows = r.layout.rows;
+  if (rows == 0) return;
+  const int64_t blocks = (rows + r.block_rows - 1) / r.block_rows;
+  const int64_t region = Workspace::piece(r.region_bytes);
+  const bool on_stack = region <= kStackRegion;
+  const int64_t available = on_stack ? regions() : workspace.size() / region;
+  const int64_t parts = std::min({regions(), blocks, available});
+  if (parts < 1) kernel_bug(eq, "the workspace holds no region");
+  char* base = on_stack ? nullptr : workspace.take<char>(parts * region);
+  const size_t nv = r.width.size();
+  // Runs blocks [first, last) in one region, skipping block 0 unless `with_first`.
+  auto run_blocks = [&](char* reg, int64_t first, int64_t last, bool with_first) {
+    // The region: full slots, row slots, scalar slots, then the block's pointer table.
+    Slots slot{reg, r};
+    char* p = reg + r.full_slots * floats_bytes(r.block_elems) + r.row_slots * floats_bytes(r.block_rows) +
+              floats_bytes(r.scalar_slots);
+    Block b;
+    b.at = reinterpret_cast<const float**>(p);
+    std::fill_n(b.at, nv, nullptr);
+    for (int64_t blk = first; blk < last; ++blk) {
+      if (blk == 0 && !with_first) continue;
+      b.row0 = blk * r.block_rows;
+      b.rows = std::min(r.block_rows, rows - b.row0);
+      b.elems = b.rows * r.layout.cols;
+      run_block(eq, r, inputs, slot, b);
+      store_block(eq, r, outputs, b, blk == 0);
+    }
+  };
+  // Part c runs blocks [c * blocks / parts, (c + 1) * blocks / parts) in its own region. Block 0,
+  // which also writes the scalar results, runs last, after every other block has read the scalar
+  // operands: so a scalar result may take a scalar operand's buffer (fused_in_place_inputs).
+  parallel_for(parts, 1, [&](int64_t c0, int64_t c1) {
+    alignas(64) char stack[kStackRegion];  // untouched unless on_stack
+    for (int64_t c = c0; c < c1; ++c)
+      run_blocks(on_stack ? stack : base + c * region, c * blocks / parts, (c + 1) * blocks / parts, false);
+  });
+  alignas(64) char stack[kStackRegion];
+  run_blocks(on_stack ? stack : base, 0, 1, true);
+}
+
+}  // namespace ferry::runtime::cpu

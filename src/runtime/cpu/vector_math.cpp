@@ -1,0 +1,77 @@
+// Dispatch of vector_math.h: the AVX2 bodies (vector_math_avx2.cpp) where the processor has AVX2
+// and FMA, else SSE2 (x86-64's baseline, so always there) with SLEEF's 4-lane functions.
+#include "runtime/cpu/vector_math.h"
+
+#include <emmintrin.h>
+#include <sleef.h>
+
+#include <algorithm>
+
+namespace ferry::runtime::cpu::vmath {
+
+namespace avx2 {
+void apply(Fn fn, const float* x, float* y, int64_t n);
+void pow(const float* x, bool xs, const float* z, bool zs, float* out, int64_t n);
+}  // namespace avx2
+
+namespace {
+
+const bool kAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+
+__m128 logistic4(__m128 v) {
+  const __m128 one = _mm_set1_ps(1.0f);
+  __m128 e = Sleef_expf4_u10sse2(_mm_sub_ps(_mm_setzero_ps(), v));
+  return _mm_div_ps(one, _mm_add_ps(one, e));
+}
+
+template <class F> void map(const float* x, float* y, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) _mm_storeu_ps(y + i, f(_mm_loadu_ps(x + i)));
+  if (i < n) {
+    alignas(16) float buf[4] = {};
+    std::copy(x + i, x + n, buf);
+    _mm_store_ps(buf, f(_mm_load_ps(buf)));
+    std::copy(buf, buf + (n - i), y + i);
+  }
+}
+
+void apply_sse2(Fn fn, const float* x, float* y, int64_t n) {
+  switch (fn) {
+    case Fn::exp: return map(x, y, n, [](__m128 v) { return Sleef_expf4_u10sse2(v); });
+    case Fn::log: return map(x, y, n, [](__m128 v) { return Sleef_logf4_u10sse2(v); });
+    case Fn::sin: return map(x, y, n, [](__m128 v) { return Sleef_sinf4_u10sse2(v); });
+    case Fn::cos: return map(x, y, n, [](__m128 v) { return Sleef_cosf4_u10sse2(v); });
+    case Fn::tanh: return map(x, y, n, [](__m128 v) { return Sleef_tanhf4_u10sse2(v); });
+    case Fn::logistic: return map(x, y, n, logistic4);
+    case Fn::erf: return map(x, y, n, [](__m128 v) { return Sleef_erff4_u10sse2(v); });
+    case Fn::log1p: return map(x, y, n, [](__m128 v) { return Sleef_log1pf4_u10sse2(v); });
+    case Fn::expm1: return map(x, y, n, [](__m128 v) { return Sleef_expm1f4_u10sse2(v); });
+  }
+}
+
+}  // namespace
+
+bool uses_avx2() { return kAvx2; }
+
+void apply(Fn fn, const float* x, float* y, int64_t n) {
+  if (n <= 0) return;
+  if (kAvx2) return avx2::apply(fn, x, y, n);
+  apply_sse2(fn, x, y, n);
+}
+
+void pow(const float* x, bool xs, const float* z, bool zs, float* out, int64_t n) {
+  if (n <= 0) return;
+  if (kAvx2) return avx2::pow(x, xs, z, zs, out, n);
+  alignas(16) float a[4], b[4];
+  for (int64_t i = 0; i < n; i += 4) {
+    const int64_t m = std::min<int64_t>(4, n - i);
+    for (int64_t j = 0; j < 4; ++j) {
+      a[j] = j < m ? x[xs ? 0 : i + j] : 1.0f;
+      b[j] = j < m ? z[zs ? 0 : i + j] : 1.0f;
+    }
+    _mm_store_ps(a, Sleef_powf4_u10sse2(_mm_load_ps(a), _mm_load_ps(b)));
+    std::copy(a, a + m, out + i);
+  }
+}
+
+}  // namespace ferry::runtime::cpu::vmath

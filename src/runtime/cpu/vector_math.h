@@ -1,0 +1,25 @@
+// Vectorized f32 transcendentals for the CPU kernels, from SLEEF (Debian's libsleef-dev): arrays
+// in, arrays out, 8 lanes with AVX2+FMA where the processor has them (checked once at run time),
+// else 4 lanes with SSE2. Every function is within 1.0 ulp of the correctly rounded result (SLEEF's
+// u10 variants) except logistic, computed as 1 / (1 + exp(-x)) (within 3 ulp; tests/runtime/
+// vector_math_test.cpp states and checks each bound against a double-precision reference). The
+// result of an element never depends on its position in the array or on n (the tail is padded to
+// a whole vector), so a kernel that splits its work differently gets the same bits.
+#pragma once
+
+#include <cstdint>
+
+namespace ferry::runtime::cpu::vmath {
+
+enum class Fn : uint8_t { exp, log, sin, cos, tanh, logistic, erf, log1p, expm1 };
+
+// y[i] = fn(x[i]) for i in [0, n); y may be x.
+void apply(Fn fn, const float* x, float* y, int64_t n);
+
+// out[i] = pow(x[i], z[i]); a `scalar` operand is read at index 0 for every i. out may alias x or z.
+void pow(const float* x, bool x_scalar, const float* z, bool z_scalar, float* out, int64_t n);
+
+// Whether the 8-lane AVX2 path is in use (for reports and tests).
+bool uses_avx2();
+
+}  // namespace ferry::runtime::cpu::vmath

@@ -1,0 +1,241 @@
+// Fusion on random f32 programs of elementwise work, broadcasts (of rows, scalars and smaller
+// operands) and trailing-axis reductions: the fused program computes what the unfused one does,
+// element for element (the fused kernel keeps the unfused kernels' arithmetic and summation order;
+// only the sign of a zero max/min and a NaN's payload may differ, which == and isnan ignore), and
+// its measured peak is its planned one. Shapes reach past one block of the fused kernel so that
+// block edges, multi-row blocks and rows longer than a block are all exercised.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "ferry/ferry.h"
+
+namespace ferry {
+namespace {
+
+struct Value {
+  int id;
+  enum Kind { full, row, scalar } kind;
+};
+
+std::string dims_text(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
+
+// A random program of `ops` equations over a domain with k trailing reduced axes.
+struct Generated {
+  std::string text;
+  std::vector<Shape> inputs;
+};
+
+Generated generate(uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
+  // Domains: small, multi-row blocks, and rows longer than one block (the kernel's block is 4096).
+  static const std::vector<Shape> domains = {{7},       {3, 5},     {2, 3, 4},  {64, 33},  {300, 50},
+                                             {5, 5000}, {3, 9000},  {4, 7, 129}, {20000},  {1, 1}};
+  Shape d = domains[static_cast<size_t>(pick(static_cast<int>(domains.size())))];
+  const int rank = static_cast<int>(d.size());
+  const int k = rank > 1 ? 1 + pick(rank - 1) : pick(2);  // reduced trailing axes (0: none)
+  Shape outer(d.begin(), d.end() - k), inner(d.end() - k, d.end());
+  const std::string D = fmt::format("f32{}", dims_text(d)), R = fmt::format("f32{}", dims_text(outer));
+  const std::string B = fmt::format("f32{}", dims_text(inner.empty() ? Shape{d.back()} : inner));
+  Shape bias_shape = inner.empty() ? Shape{d.back()} : inner;
+  std::string bias_dims;
+  {
+    std::vector<int64_t> bd;
+    for (int64_t i = rank - static_cast<int64_t>(bias_shape.size()); i < rank; ++i) bd.push_back(i);
+    bias_dims = dims_text(bd);
+  }
+  std::vector<int64_t> od;
+  for (int64_t i = 0; i < rank - k; ++i) od.push_back(i);
+  const std::string row_dims = dims_text(od);
+
+  Generated g;
+  std::string body;
+  int next = 0;
+  std::vector<Value> vals;
+  std::string header;
+  auto input = [&](const std::string& type, const Shape& s, Value::Kind kind, bool usable) {
+    header += fmt::format("{}%{}: {}", header.empty() ? "" : ", ", next, type);
+    g.inputs.push_back(s);
+    if (usable) vals.push_back({next, kind});
+    return next++;
+  };
+  input(D, d, Value::full, true);
+  const int bias = input(B, bias_shape, Value::full, false);
+  if (k > 0) input(R, outer, Value::row, true);
+  auto type_of = [&](Value::Kind kind) { return kind == Value::full ? D : kind == Value::row ? R : std::string("f32[]"); };
+  auto any_of = [&](Value::Kind kind) -> Value {
+    std::vector<Value> c;
+    for (const Value& v : vals)
+      if (v.kind == kind) c.push_back(v);
+    if (c.empty()) return vals[0];
+    return c[static_cast<size_t>(pick(static_cast<int>(c.size())))];
+  };
+  auto emit = [&](const std::string& rhs, Value::Kind kind, const std::string& type) {
+    body += fmt::format("  %{} = {} : {}\n", next, rhs, type);
+    vals.push_back({next, kind});
+    return next++;
+  };
+  static const char* kUnary[] = {"neg", "exp", "tanh", "logistic", "abs", "sin", "cos", "log1p", "expm1", "sqrt",
+                                 "rsqrt", "log", "erf", "sign", "floor", "round"};
+  static const char* kBinary[] = {"add", "sub", "mul", "div", "max", "min", "pow"};
+  static const char* kCompare[] = {"lt", "le", "gt", "ge", "eq", "ne"};
+  static const char* kReduce[] = {"reduce_sum", "reduce_max", "reduce_min"};
+  const int ops = 4 + pick(14);
+  for (int i = 0; i < ops; ++i) {
+    const Value::Kind kind = (k > 0 && pick(3) == 0) ? Value::row : Value::full;
+    const Value a = any_of(kind);
+    switch (pick(9)) {
+      case 8:  // identities, which a kernel may alias to their operand
+        emit(fmt::format("{} %{}", pick(2) ? "stop_gradient" : "checkpoint_name", a.id), kind, type_of(kind));
+        break;
+      case 0: case 1:
+        emit(fmt::format("{} %{}", kUnary[pick(16)], a.id), kind, type_of(kind));
+        break;
+      case 2: case 3: {
+        const Value b = any_of(kind);
+        emit(fmt::format("{} %{}, %{}", kBinary[pick(7)], a.id, b.id), kind, type_of(kind));
+        break;
+      }
+      case 4: {  // with a scalar constant
+        const int c = emit(fmt::format("constant[value={}, dtype=f32, shape=[]]", (pick(9) - 4) * 0.5), Value::scalar, "f32[]");
+        emit(fmt::format("{} %{}, %{}", kBinary[pick(6)], a.id, c), kind, type_of(kind));
+        break;
+      }
+      case 5:  // a broadcast: the bias along the trailing axes, or a row back over its row
+        if (k > 0 && pick(2) == 0) {
+          const Value r = any_of(Value::row);
+          emit(fmt::format("broadcast_in_dim[shape={}, broadcast_dimensions={}] %{}", dims_text(d), row_dims, r.id),
+               Value::full, D);
+        } else {
+          emit(fmt::format("broadcast_in_dim[shape={}, broadcast_dimensions={}] %{}", dims_text(d), bias_dims, bias),
+               Value::full, D);
+        }
+        break;
+      case 6:
+        if (k > 0) {
+          std::vector<int64_t> axes;
+          for (int64_t x = rank - k; x < rank; ++x) axes.push_back(x);
+          emit(fmt::format("{}[axes={}] %{}", kReduce[pick(3)], dims_text(axes), any_of(Value::full).id), Value::row, R);
+        }
+        break;
+      default: {  // where(a < b, a, b)
+        const Value b = any_of(kind);
+        const std::string pt = kind == Value::full ? fmt::format("bool{}", dims_text(d)) : fmt::format("bool{}", dims_text(outer));
+        body += fmt::format("  %{} = {} %{}, %{} : {}\n", next, kCompare[pick(6)], a.id, b.id, pt);
+        const int p = next++;
+        emit(fmt::format("select %{}, %{}, %{}", p, a.id, b.id), kind, type_of(kind));
+      }
+    }
+  }
+  // Return the last value and random earlier ones (results read outside a group).
+  std::vector<int> results{vals.back().id};
+  for (int i = pick(3); i > 0; --i) {
+    const Value extra = vals[static_cast<size_t>(pick(static_cast<int>(vals.size())))];
+    if (extra.kind != Value::scalar) results.push_back(extra.id);
+  }
+  std::vector<std::string> r;
+  for (int id : results) r.push_back(fmt::format("%{}", id));
+  g.text = fmt::format("program @main({}) {{\n{}  return {}\n}}\n", header, body, fmt::join(r, ", "));
+  return g;
+}
+
+std::vector<Array> random_args(const std::vector<Shape>& shapes, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<Array> args;
+  for (const Shape& s : shapes) {
+    std::vector<float> v(static_cast<size_t>(num_elements(s)));
+    for (float& x : v) x = u(rng);
+    args.push_back(Array::from(v, s));
+  }
+  return args;
+}
+
+TEST(FusionProperty, FusedProgramsComputeWhatUnfusedOnesDo) {
+  int fused_programs = 0;
+  const int count = 300;
+  for (uint32_t seed = 1; seed <= count; ++seed) {
+    const Generated g = generate(seed);
+    SCOPED_TRACE(fmt::format("seed {}:\n{}", seed, g.text));
+    Lowered lowered = parse_program(g.text);
+    CompileOptions unfused_options;
+    unfused_options.fuse = false;
+    Compiled fused = lowered.compile(), unfused = lowered.compile(unfused_options);
+    if (fused.as_text().find("= fused") != std::string::npos) ++fused_programs;
+    EXPECT_EQ(unfused.as_text().find("= fused"), std::string::npos);
+    const std::vector<Array> args = random_args(g.inputs, seed);
+    std::vector<Array> got = fused.run(args), want = unfused.run(args);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(got[i].shape(), want[i].shape());
+      std::vector<float> a = got[i].to_vector<float>(), b = want[i].to_vector<float>();
+      size_t bad = 0;
+      for (size_t j = 0; j < a.size(); ++j)
+        if (!(a[j] == b[j] || (std::isnan(a[j]) && std::isnan(b[j])))) {
+          if (bad++ < 3) ADD_FAILURE() << "output " << i << " element " << j << ": fused " << a[j] << ", unfused " << b[j];
+        }
+      EXPECT_EQ(bad, 0u) << "output " << i;
+    }
+    // The plan is the memory, fused or not.
+    EXPECT_EQ(fused.execution_stats().device_high_water_bytes, fused.memory_analysis().peak_memory_in_bytes);
+    if (HasFailure()) break;
+  }
+  std::printf("%d of %d random programs had fused equations\n", fused_programs, count);
+  // Most programs have something to fuse (a few are a lone operation per group).
+  EXPECT_GT(fused_programs, count * 2 / 3);
+}
+
+}  // namespace
+}  // namespace ferry
+
+namespace ferry {
+namespace {
+
+// The pass fuses a reduction only while a row fits one block; the kernel also runs rows longer than
+// that (one row per block, its slots in the declared workspace), which fused IR text can ask for.
+TEST(FusionProperty, RowsLongerThanABlockFromText) {
+  const std::string unfused =
+      "program @main(%0: f32[3,20000]) {\n"
+      "  %1 = reduce_max[axes=[1]] %0 : f32[3]\n"
+      "  %2 = broadcast_in_dim[shape=[3,20000], broadcast_dimensions=[0]] %1 : f32[3,20000]\n"
+      "  %3 = sub %0, %2 : f32[3,20000]\n"
+      "  %4 = exp %3 : f32[3,20000]\n"
+      "  %5 = reduce_sum[axes=[1]] %4 : f32[3]\n"
+      "  %6 = broadcast_in_dim[shape=[3,20000], broadcast_dimensions=[0]] %5 : f32[3,20000]\n"
+      "  %7 = div %4, %6 : f32[3,20000]\n"
+      "  return %7, %5\n"
+      "}\n";
+  const std::string fused =
+      "program @main(%0: f32[3,20000]) {\n"
+      "  %1, %2 = fused %0 : f32[3,20000], f32[3] {\n"
+      "    program @fused(%0: f32[3,20000]) {\n"
+      "      %1 = reduce_max[axes=[1]] %0 : f32[3]\n"
+      "      %2 = broadcast_in_dim[shape=[3,20000], broadcast_dimensions=[0]] %1 : f32[3,20000]\n"
+      "      %3 = sub %0, %2 : f32[3,20000]\n"
+      "      %4 = exp %3 : f32[3,20000]\n"
+      "      %5 = reduce_sum[axes=[1]] %4 : f32[3]\n"
+      "      %6 = broadcast_in_dim[shape=[3,20000], broadcast_dimensions=[0]] %5 : f32[3,20000]\n"
+      "      %7 = div %4, %6 : f32[3,20000]\n"
+      "      return %7, %5\n"
+      "    }\n"
+      "  }\n"
+      "  return %1, %2\n"
+      "}\n";
+  Compiled f = parse_program(fused).compile(), u = parse_program(unfused).compile();
+  EXPECT_GT(f.memory_analysis().temp_size_in_bytes, 0) << "the long rows' slots are a declared workspace";
+  const std::vector<Array> args = random_args({{3, 20000}}, 11);
+  std::vector<Array> got = f.run(args), want = u.run(args);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_EQ(got[i].to_vector<float>(), want[i].to_vector<float>()) << "output " << i;
+  EXPECT_EQ(f.execution_stats().device_high_water_bytes, f.memory_analysis().peak_memory_in_bytes);
+}
+
+}  // namespace
+}  // namespace ferry
