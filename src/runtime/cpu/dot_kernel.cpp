@@ -22,10 +22,14 @@
 #include "runtime/cpu/dims.h"
 #include "runtime/cpu/dtype_dispatch.h"
 #include "runtime/cpu/kernel_groups.h"
+#include "runtime/cpu/parallel.h"
 #include "runtime/cpu/strided_copy.h"
 
 namespace ferry::runtime::cpu {
 namespace {
+
+// Elements one task of an elementwise pass (widening, rounding) converts at least.
+constexpr int64_t kGrainElements = 32768;
 
 // Dimension groups of one operand: batch, free and contracting, each in its logical order.
 struct Groups {
@@ -159,25 +163,44 @@ void add_packing(WorkspaceSize& size, const Shape& shape, const Dims64& batch, c
   if (!direct_view<F>(nullptr, shape, batch, outer, inner, rows, cols)) size.add<F>(num_elements(shape));
 }
 
+// Blocks of rows one gemm of M x N x K is cut into: enough that the pool's threads share it, each
+// still a few MFLOP (below that, OpenBLAS's packing of B, repeated per block, costs more than it
+// gains). Fixed by the sizes, not the thread count.
+int64_t gemm_row_blocks(int64_t M, int64_t N, int64_t K) {
+  constexpr int64_t kMinFlops = int64_t{4} << 20, kMaxBlocks = 16, kMinRows = 16;
+  const int64_t by_work = 2 * M * N * K / kMinFlops;
+  return std::clamp<int64_t>(std::min(by_work, M / kMinRows), 1, kMaxBlocks);
+}
+
 template <class F>
 void gemm(const Problem& p, const F* lhs, const Shape& ls, const F* rhs, const Shape& rs, F* out, Workspace& workspace) {
   const auto a = view_or_pack(lhs, ls, p.lhs.batch, p.lhs.free, p.lhs.contracting, p.M, p.K, workspace);
   const auto b = view_or_pack(rhs, rs, p.rhs.batch, p.rhs.contracting, p.rhs.free, p.K, p.N, workspace);
   const auto ta = a.transposed ? CblasTrans : CblasNoTrans;
   const auto tb = b.transposed ? CblasTrans : CblasNoTrans;
+  num_threads();  // makes the pool before the first BLAS call: that turns OpenBLAS's threads off
   for (int64_t v : {p.M, p.N, p.K, a.ld, b.ld})
     if (v > INT_MAX)  // OpenBLAS takes 32-bit sizes
       throw Error(ErrorCode::unimplemented,
                   fmt::format("dot_general: a matrix dimension of {} exceeds the CPU backend's BLAS limit", v));
-  for (int64_t i = 0; i < p.B; ++i) {
-    const F* ai = a.data + i * a.batch_stride;
-    const F* bi = b.data + i * b.batch_stride;
-    F* ci = out + i * p.M * p.N;
-    if constexpr (std::is_same_v<F, float>)
-      cblas_sgemm(CblasRowMajor, ta, tb, p.M, p.N, p.K, 1.0f, ai, a.ld, bi, b.ld, 0.0f, ci, p.N);
-    else
-      cblas_dgemm(CblasRowMajor, ta, tb, p.M, p.N, p.K, 1.0, ai, a.ld, bi, b.ld, 0.0, ci, p.N);
-  }
+  // One single-threaded gemm per (batch, block of rows), run on the pool: OpenBLAS's own threads
+  // are off (parallel.cpp). The blocks come from the sizes alone, so the bits do not depend on the
+  // thread count.
+  const int64_t row_blocks = gemm_row_blocks(p.M, p.N, p.K);
+  parallel_for(p.B * row_blocks, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t i = t / row_blocks, blk = t % row_blocks;
+      const int64_t m0 = p.M * blk / row_blocks, m1 = p.M * (blk + 1) / row_blocks;
+      const F* ai = a.data + i * a.batch_stride + (a.transposed ? m0 : m0 * a.ld);
+      const F* bi = b.data + i * b.batch_stride;
+      F* ci = out + i * p.M * p.N + m0 * p.N;
+      const auto rows = static_cast<int>(m1 - m0);
+      if constexpr (std::is_same_v<F, float>)
+        cblas_sgemm(CblasRowMajor, ta, tb, rows, p.N, p.K, 1.0f, ai, a.ld, bi, b.ld, 0.0f, ci, p.N);
+      else
+        cblas_dgemm(CblasRowMajor, ta, tb, rows, p.N, p.K, 1.0, ai, a.ld, bi, b.ld, 0.0, ci, p.N);
+    }
+  });
 }
 
 // i32 (wrapping) and bool (or of ands; T is uint8_t for bool). For each panel of kBlockK rows and
@@ -223,7 +246,9 @@ void loop_dot(const Problem& p, const T* lhs, const Shape& ls, const T* rhs, con
 
 template <class H> float* widen(const H* x, int64_t n, Workspace& workspace) {
   float* f = workspace.take<float>(n);
-  for (int64_t i = 0; i < n; ++i) f[i] = load(x[i]);
+  parallel_for(n, kGrainElements, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) f[i] = load(x[i]);
+  });
   return f;
 }
 
@@ -256,7 +281,9 @@ void dot_general_kernel(const ir::Equation& eq, std::span<const ConstView> input
       const float* rf = widen(r, rt.num_elements(), workspace);
       float* of = workspace.take<float>(ot.num_elements());
       gemm(p, lf, lt.shape, rf, rt.shape, of, workspace);
-      for (int64_t i = 0; i < ot.num_elements(); ++i) o[i] = store<T>(of[i]);
+      parallel_for(ot.num_elements(), kGrainElements, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) o[i] = store<T>(of[i]);
+      });
     } else if constexpr (std::is_same_v<T, bool>) {
       loop_dot(p, inputs[0].as<uint8_t>(), lt.shape, inputs[1].as<uint8_t>(), rt.shape, outputs[0].as<uint8_t>(),
                workspace);
