@@ -18,6 +18,7 @@
 
 #include <cblas.h>
 
+#include "prims/dot_layout.h"
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/dims.h"
 #include "runtime/cpu/dtype_dispatch.h"
@@ -87,22 +88,6 @@ Problem problem_of(const ir::Equation& eq, const ir::Type& lhs, const ir::Type& 
   return p;
 }
 
-// The single stride of a group of dimensions of a dense array, when its index flattens to one
-// (row-major over the group's order); size-1 dimensions do not matter. nullopt when it does not
-// flatten; 0 when the group has one element (any stride serves).
-std::optional<int64_t> group_stride(const Shape& shape, const Dims64& strides, const Dims64& dims) {
-  std::optional<int64_t> inner;  // stride of the innermost non-trivial dimension so far
-  int64_t span = 1;             // elements the dimensions to the right cover
-  for (size_t k = dims.size(); k-- > 0;) {
-    const auto d = static_cast<size_t>(dims[k]);
-    if (shape[d] == 1) continue;
-    if (!inner) inner = strides[d];
-    else if (strides[d] != *inner * span) return std::nullopt;
-    span *= shape[d];
-  }
-  return inner ? *inner : 0;
-}
-
 // One operand as a batch of row-major matrices: rows x cols, or transposed (stored cols x rows).
 template <class F> struct MatrixView {
   const F* data = nullptr;
@@ -111,26 +96,14 @@ template <class F> struct MatrixView {
   int64_t ld = 0;
 };
 
-// How an operand is read: in place with these strides, or (nullopt) packed first. `outer` indexes
-// the matrix rows as the gemm sees them (M for lhs, K for rhs), `inner` the columns.
+// How an operand is read: in place (prims::matrix_layout), or (nullopt) packed first. `outer`
+// indexes the matrix rows as the gemm sees them (M for lhs, K for rhs), `inner` the columns.
 template <class F>
 std::optional<MatrixView<F>> direct_view(const F* data, const Shape& shape, const Dims64& batch, const Dims64& outer,
-                                         const Dims64& inner, int64_t rows, int64_t cols) {
-  Dims64 strides(shape.size());
-  dense_strides(shape, strides);
-  auto sb = group_stride(shape, strides, batch);
-  auto so = group_stride(shape, strides, outer);
-  auto si = group_stride(shape, strides, inner);
-  if (sb && so && si) {
-    // Stride 0 marks a one-element group, whose stride does not matter.
-    const int64_t o = *so, i = *si;
-    if (i == 0 && o == 0) return MatrixView<F>{data, *sb, false, 1};
-    if (i == 0) return MatrixView<F>{data, *sb, false, o};  // one column
-    if (o == 0) return i == 1 ? MatrixView<F>{data, *sb, false, cols} : MatrixView<F>{data, *sb, true, i};  // one row
-    if (i == 1 && o >= cols) return MatrixView<F>{data, *sb, false, o};
-    if (o == 1 && i >= rows) return MatrixView<F>{data, *sb, true, i};
-  }
-  return std::nullopt;
+                                         const Dims64& inner, int64_t, int64_t) {
+  const auto layout = prims::matrix_layout(shape, batch, outer, inner);
+  if (!layout) return std::nullopt;
+  return MatrixView<F>{data, layout->batch_stride, layout->transposed, layout->ld};
 }
 
 // The operand in place, or packed into dense [batch, rows, cols] in the workspace.
