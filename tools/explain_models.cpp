@@ -20,7 +20,9 @@ std::vector<ExplainPolicy> name_policies(const std::vector<std::string>& names) 
 }
 
 std::string rates_line(const CompileOptions& o) {
-  return fmt::format("rates: {:.3g} FLOP/s, memory {:.3g} B/s, link {:.3g} B/s", o.compute_flops_per_s,
+  return fmt::format("rates: dot {:.3g} FLOP/s (+{:.3g} s per product), other {:.3g} FLOP/s, {:.3g} transcendentals/s, "
+                     "memory {:.3g} B/s, link {:.3g} B/s",
+                     o.compute_flops_per_s, o.dot_product_seconds, o.vector_flops_per_s, o.transcendentals_per_s,
                      o.memory_bytes_per_s, o.link_bandwidth_bytes_per_s);
 }
 
@@ -68,6 +70,9 @@ int run_calibrate(int repeats) {
   fmt::print("memory_bytes_per_s         {:.4g}  (elementwise ops over 16 MiB arrays)\n", r.memory_bytes_per_s);
   fmt::print("link_bandwidth_bytes_per_s {:.4g}  (device -> pinned_host -> device through the copy queue)\n",
              r.link_bandwidth_bytes_per_s);
+  fmt::print("vector_flops_per_s         {:.4g}  (random bits: threefry2x32 over 1 MiB)\n", r.vector_flops_per_s);
+  fmt::print("transcendentals_per_s      {:.4g}  (tanh over 256 KiB, 16 times)\n", r.transcendentals_per_s);
+  fmt::print("dot_product_seconds        {:.4g}  (2048 products of 4x4 matrices)\n", r.dot_product_seconds);
   fmt::print("written to {}\n", path);
   return 0;
 }

@@ -17,11 +17,14 @@
 
 namespace ferry {
 
-// The three rates of CompileOptions.
+// The rates of CompileOptions.
 struct Rates {
   double compute_flops_per_s = 0;         // f32 dot_general FLOPs per second
   double memory_bytes_per_s = 0;          // bytes an elementwise kernel reads and writes per second
   double link_bandwidth_bytes_per_s = 0;  // host <-> device bytes per second through the copy queue
+  double vector_flops_per_s = 0;          // other FLOPs per second (measured on random-bit generation)
+  double transcendentals_per_s = 0;       // tanh evaluations per second
+  double dot_product_seconds = 0;         // fixed cost of one small matrix product (>= 0)
 };
 
 struct CalibrateOptions {
@@ -29,11 +32,13 @@ struct CalibrateOptions {
   int repeats = 5;  // timed runs of each program after one warm-up; the median is taken (>= 1)
 };
 
-// Measures the rates by compiling and running three small programs on the backend: a square f32
+// Measures the rates by compiling and running small programs on the backend: a square f32
 // dot_general (FLOPs by the cost model / time), a chain of elementwise ops over arrays larger than
-// the caches (bytes read and written by the cost model / time) and a round trip of an array to
+// the caches (bytes read and written by the cost model / time), a round trip of an array to
 // pinned host memory and back through the copy queue (bytes copied / the time it adds to the same
-// program without the round trip). INVALID_ARGUMENT for repeats < 1; a backend this build lacks is
+// program without the round trip), a chain of tanh over an array the caches hold (evaluations /
+// time), random bits (the cost model's FLOPs of threefry2x32 / time) and a batch of tiny matrix
+// products (the time beyond their FLOPs at the dot rate, per product). INVALID_ARGUMENT for repeats < 1; a backend this build lacks is
 // UNIMPLEMENTED, as for compile.
 Rates calibrate(const CalibrateOptions& options = {});
 

@@ -54,8 +54,11 @@ struct CompileOptions {
   // automatic planner's choices are made with them. The defaults are this project's reference CPU
   // machine (docs/COST_MODEL.md); `ferry calibrate` measures them on this machine.
   double link_bandwidth_bytes_per_s = 25e9;  // host <-> device copies
-  double compute_flops_per_s = 1e11;
+  double compute_flops_per_s = 1e11;         // matrix-product (dot_general) FLOPs
   double memory_bytes_per_s = 2e10;          // bytes an equation reads and writes
+  double vector_flops_per_s = 1e10;          // the other FLOPs: elementwise arithmetic, random bits, ...
+  double transcendentals_per_s = 1e9;        // evaluations of exp, log, tanh, erf, pow, ...
+  double dot_product_seconds = 1e-6;         // fixed cost of each matrix product (a batch of B costs B)
   // Checked mode, for tests: every arena byte outside a live buffer holds a poison pattern (0xFF
   // bytes, a NaN in every float dtype) from the start of a run and again from the moment its buffer
   // is released, so a kernel that reads a buffer before it is written or after the plan released

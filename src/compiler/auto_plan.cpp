@@ -61,9 +61,7 @@ struct Positions {
 
 // Seconds one equation takes at the machine's rates.
 double seconds_of(const ir::Equation& eq, const ir::Program& p, const StepRates& rates) {
-  prims::Cost c = prims::cost(eq, p);
-  return std::max(c.flops / rates.flops_per_s,
-                  static_cast<double>(c.bytes_read + c.bytes_written) / rates.memory_bytes_per_s);
+  return equation_seconds(prims::cost(eq, p), rates);
 }
 
 // The work a recomputation of `group` adds: its own equations and the recomputations they read

@@ -7,6 +7,7 @@
 #include "compiler/memory_plan.h"
 #include "compiler/pass_util.h"
 #include "compiler/schedule_model.h"
+#include "compiler/step_time.h"
 #include "prims/registry.h"
 
 namespace ferry::compiler {
@@ -25,9 +26,10 @@ bool place_region(ir::Program& program, const ir::Equation* parent, const Compil
   const size_t m = compute.size();
   // elapsed[k]: modelled time before compute equation k runs.
   std::vector<double> elapsed(m + 1, 0);
+  const StepRates rates = step_rates(options);
   for (size_t k = 0; k < m; ++k) {
     const ir::Equation& eq = program.equations[compute[k]];
-    elapsed[k + 1] = elapsed[k] + prims::cost(eq, program).flops / options.compute_flops_per_s;
+    elapsed[k + 1] = elapsed[k] + equation_seconds(prims::cost(eq, program), rates);
   }
   // ready_slot[v]: the first slot where v exists; first_reader[v]: the slot of its first compute
   // reader (through copies).

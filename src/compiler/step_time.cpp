@@ -14,6 +14,13 @@ bool crosses_kinds(const ir::Program& p, const ir::Equation& eq) {
 
 }  // namespace
 
+double equation_seconds(const prims::Cost& c, const StepRates& rates) {
+  double compute = c.dot_flops / rates.flops_per_s + c.dot_products * rates.dot_product_seconds +
+                   std::max(c.flops - c.dot_flops, 0.0) / rates.vector_flops_per_s +
+                   c.transcendentals / rates.transcendentals_per_s;
+  return std::max(compute, static_cast<double>(c.bytes_read + c.bytes_written) / rates.memory_bytes_per_s);
+}
+
 StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
   StepTime t;
   double now = 0, link_free = 0, waited = 0;
@@ -50,9 +57,7 @@ StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
       now = link_free;
       continue;
     }
-    prims::Cost c = prims::cost(eq, p);
-    double seconds = std::max(c.flops / rates.flops_per_s,
-                              static_cast<double>(c.bytes_read + c.bytes_written) / rates.memory_bytes_per_s);
+    double seconds = equation_seconds(prims::cost(eq, p), rates);
     now += seconds;
     t.compute_seconds += seconds;
   }
@@ -65,7 +70,12 @@ StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
 namespace ferry::compiler {
 
 StepRates step_rates(const CompileOptions& options) {
-  return {options.compute_flops_per_s, options.memory_bytes_per_s, options.link_bandwidth_bytes_per_s};
+  return {.flops_per_s = options.compute_flops_per_s,
+          .memory_bytes_per_s = options.memory_bytes_per_s,
+          .link_bytes_per_s = options.link_bandwidth_bytes_per_s,
+          .vector_flops_per_s = options.vector_flops_per_s,
+          .transcendentals_per_s = options.transcendentals_per_s,
+          .dot_product_seconds = options.dot_product_seconds};
 }
 
 }  // namespace ferry::compiler

@@ -1,7 +1,7 @@
 // The estimated time of one run of a scheduled program, with copies overlapping compute.
 //
 // Two queues, as the runtime has them: the compute queue runs the equations in program order, each
-// taking the longer of its FLOPs at `flops_per_s` and its bytes read and written at
+// taking the longer of its compute (equation_seconds) and its bytes read and written at
 // `memory_bytes_per_s`; the copy queue runs the transfers between memory kinds one after another
 // (they share the link), each starting when its copy_start is reached and the link is free and
 // taking its bytes at `link_bytes_per_s`. A copy_done waits for its transfer, so only the part of
@@ -12,14 +12,22 @@
 
 #include "ferry/jit.h"
 #include "ir/program.h"
+#include "prims/registry.h"
 
 namespace ferry::compiler {
 
 struct StepRates {
-  double flops_per_s = 1e11;
+  double flops_per_s = 1e11;  // matrix-product FLOPs
   double memory_bytes_per_s = 2e10;
   double link_bytes_per_s = 2.5e10;
+  double vector_flops_per_s = 1e10;     // the other FLOPs (elementwise arithmetic, random bits, ...)
+  double transcendentals_per_s = 1e9;   // exp, tanh, erf, ... evaluations
+  double dot_product_seconds = 1e-6;    // fixed cost of each matrix product (call, packing, threads)
 };
+
+// The time of work `c` on the compute queue: its compute (matrix FLOPs and the per-product cost,
+// other FLOPs, transcendentals, each at its rate) or its memory traffic, whichever is longer.
+double equation_seconds(const prims::Cost& c, const StepRates& rates);
 
 struct StepTime {
   double compute_seconds = 0;       // the compute queue's own work (recomputation included)

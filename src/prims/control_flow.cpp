@@ -52,10 +52,7 @@ std::vector<ir::Type> scan_rule(std::span<const ir::Type> in, const ir::Params& 
 
 Cost scan_cost(const ir::Equation& eq) {
   const auto& p = detail::params_as<ir::ScanParams>(eq.params);
-  Cost body = program_cost(*eq.subprograms.at(0));
-  double n = static_cast<double>(p.length);
-  return Cost{body.flops * n, static_cast<int64_t>(static_cast<double>(body.bytes_read) * n),
-              static_cast<int64_t>(static_cast<double>(body.bytes_written) * n)};
+  return program_cost(*eq.subprograms.at(0)).scaled(static_cast<double>(p.length));
 }
 
 std::vector<ir::Type> checkpoint_rule(std::span<const ir::Type> in, const ir::Params&,

@@ -59,15 +59,20 @@ std::vector<ir::Type> dot_general_rule(std::span<const ir::Type> in, const ir::P
   return {ir::Type{lhs.dtype, out, kind}};
 }
 
-// 2*B*M*N*K: a multiply and an add for each output element (B*M*N of them) per contracted index.
+// 2*B*M*N*K: a multiply and an add for each output element (B*M*N of them) per contracted index;
+// B independent products.
 Cost dot_general_cost(std::span<const ir::Type> in, std::span<const ir::Type> out, const ir::Params& params) {
   const auto& dn = detail::params_as<ir::DotGeneralParams>(params).dims;
-  double k = 1;
-  if (!in.empty())
+  double k = 1, batch = 1;
+  if (!in.empty()) {
     for (int64_t d : dn.lhs_contracting)
       if (d >= 0 && d < in[0].rank()) k *= static_cast<double>(in[0].shape[static_cast<size_t>(d)]);
-  return Cost{.flops = 2.0 * static_cast<double>(detail::elements_of(out)) * k, .bytes_read = detail::bytes_of(in),
-              .bytes_written = detail::bytes_of(out)};
+    for (int64_t d : dn.lhs_batch)
+      if (d >= 0 && d < in[0].rank()) batch *= static_cast<double>(in[0].shape[static_cast<size_t>(d)]);
+  }
+  double flops = 2.0 * static_cast<double>(detail::elements_of(out)) * k;
+  return Cost{.flops = flops, .bytes_read = detail::bytes_of(in), .bytes_written = detail::bytes_of(out),
+              .dot_flops = flops, .dot_products = batch};
 }
 
 }  // namespace

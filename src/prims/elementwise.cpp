@@ -6,8 +6,9 @@
 // VJP rules always see operands of one shape; the compiler's simplify pass makes them after
 // differentiation, so that a scalar broadcast to an activation's shape takes no activation buffer.
 //
-// Cost: one flop per output element for all of them; transcendentals (exp, log, sin, pow, ...) are
-// not weighted more than an add, which is enough for the scheduler's compute-vs-copy estimates.
+// Cost: one flop per output element for all of them; the transcendental functions (exp, log, sin,
+// tanh, erf, pow, ...) also count one transcendental per element, which the cost model prices at its
+// own calibrated rate (a scalar tanh costs tens of adds).
 #include <fmt/format.h>
 
 #include "prims/families.h"
@@ -153,6 +154,12 @@ std::vector<ir::Type> convert_rule(std::span<const ir::Type> in, const ir::Param
   return {out};
 }
 
+Cost transcendental_cost(std::span<const ir::Type> in, std::span<const ir::Type> out, const ir::Params& params) {
+  Cost c = detail::per_output_element_cost(in, out, params);
+  c.transcendentals = c.flops;
+  return c;
+}
+
 void put(Table& t, Primitive p, std::string_view name, int num_inputs, ShapeRule rule, int32_t in_place,
          ir::Params params = ir::NoParams{}) {
   t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = num_inputs,
@@ -160,25 +167,31 @@ void put(Table& t, Primitive p, std::string_view name, int num_inputs, ShapeRule
                                             .cost_rule = detail::per_output_element_cost, .in_place = in_place};
 }
 
+// A transcendental function of its operand(s).
+void put_transcendental(Table& t, Primitive p, std::string_view name, int num_inputs, ShapeRule rule) {
+  put(t, p, name, num_inputs, rule, num_inputs == 1 ? in_place_over({0}) : in_place_over({0, 1}));
+  t[static_cast<size_t>(p)].cost_rule = transcendental_cost;
+}
+
 }  // namespace
 
 void register_elementwise(Table& t) {
   using P = Primitive;
   put(t, P::neg, "neg", 1, unary_signed_rule, in_place_over({0}));
-  put(t, P::exp, "exp", 1, unary_floating_rule, in_place_over({0}));
-  put(t, P::log, "log", 1, unary_floating_rule, in_place_over({0}));
-  put(t, P::sin, "sin", 1, unary_floating_rule, in_place_over({0}));
-  put(t, P::cos, "cos", 1, unary_floating_rule, in_place_over({0}));
-  put(t, P::tanh, "tanh", 1, unary_floating_rule, in_place_over({0}));
-  put(t, P::logistic, "logistic", 1, unary_floating_rule, in_place_over({0}));
+  put_transcendental(t, P::exp, "exp", 1, unary_floating_rule);
+  put_transcendental(t, P::log, "log", 1, unary_floating_rule);
+  put_transcendental(t, P::sin, "sin", 1, unary_floating_rule);
+  put_transcendental(t, P::cos, "cos", 1, unary_floating_rule);
+  put_transcendental(t, P::tanh, "tanh", 1, unary_floating_rule);
+  put_transcendental(t, P::logistic, "logistic", 1, unary_floating_rule);
   put(t, P::sqrt, "sqrt", 1, unary_floating_rule, in_place_over({0}));
   put(t, P::rsqrt, "rsqrt", 1, unary_floating_rule, in_place_over({0}));
   put(t, P::abs, "abs", 1, unary_signed_rule, in_place_over({0}));
   put(t, P::sign, "sign", 1, unary_signed_rule, in_place_over({0}));
-  put(t, P::erf, "erf", 1, unary_floating_rule, in_place_over({0}));
-  put(t, P::erf_inv, "erf_inv", 1, unary_floating_rule, in_place_over({0}));
-  put(t, P::log1p, "log1p", 1, unary_floating_rule, in_place_over({0}));
-  put(t, P::expm1, "expm1", 1, unary_floating_rule, in_place_over({0}));
+  put_transcendental(t, P::erf, "erf", 1, unary_floating_rule);
+  put_transcendental(t, P::erf_inv, "erf_inv", 1, unary_floating_rule);
+  put_transcendental(t, P::log1p, "log1p", 1, unary_floating_rule);
+  put_transcendental(t, P::expm1, "expm1", 1, unary_floating_rule);
   put(t, P::floor, "floor", 1, unary_floating_rule, in_place_over({0}));
   put(t, P::ceil, "ceil", 1, unary_floating_rule, in_place_over({0}));
   put(t, P::round, "round", 1, unary_floating_rule, in_place_over({0}));
@@ -190,7 +203,7 @@ void register_elementwise(Table& t) {
   put(t, P::div, "div", 2, binary_rule, in_place_over({0, 1}));
   put(t, P::max, "max", 2, binary_rule, in_place_over({0, 1}));
   put(t, P::min, "min", 2, binary_rule, in_place_over({0, 1}));
-  put(t, P::pow, "pow", 2, binary_rule, in_place_over({0, 1}));
+  put_transcendental(t, P::pow, "pow", 2, binary_rule);
   put(t, P::rem, "rem", 2, binary_rule, in_place_over({0, 1}));
   put(t, P::logical_and, "and", 2, logical_binary_rule, in_place_over({0, 1}));
   put(t, P::logical_or, "or", 2, logical_binary_rule, in_place_over({0, 1}));

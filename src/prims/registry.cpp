@@ -85,14 +85,26 @@ Cost cost(const ir::Equation& eq, const ir::Program& program) {
   return info(eq.prim).cost_rule(in, out, eq.params);
 }
 
+Cost& Cost::operator+=(const Cost& o) {
+  flops += o.flops;
+  bytes_read += o.bytes_read;
+  bytes_written += o.bytes_written;
+  transcendentals += o.transcendentals;
+  dot_flops += o.dot_flops;
+  dot_products += o.dot_products;
+  return *this;
+}
+
+Cost Cost::scaled(double times) const {
+  auto bytes = [times](int64_t b) { return static_cast<int64_t>(static_cast<double>(b) * times); };
+  return Cost{.flops = flops * times, .bytes_read = bytes(bytes_read), .bytes_written = bytes(bytes_written),
+              .transcendentals = transcendentals * times, .dot_flops = dot_flops * times,
+              .dot_products = dot_products * times};
+}
+
 Cost program_cost(const ir::Program& program) {
   Cost total;
-  for (const ir::Equation& eq : program.equations) {
-    Cost c = cost(eq, program);
-    total.flops += c.flops;
-    total.bytes_read += c.bytes_read;
-    total.bytes_written += c.bytes_written;
-  }
+  for (const ir::Equation& eq : program.equations) total += cost(eq, program);
   return total;
 }
 

@@ -18,11 +18,20 @@ class Tensor;
 
 namespace ferry::prims {
 
-// Work and traffic of one equation, for the cost model and the scheduler.
+// Work and traffic of one equation, for the cost model and the scheduler. The kinds of work are
+// counted apart because a machine does them at very different rates (compiler/step_time.h): matrix
+// products run at the BLAS rate and pay a fixed cost per product; transcendental functions (exp,
+// tanh, erf, ...) cost many times an add; the rest of the arithmetic runs at the vector rate.
 struct Cost {
-  double flops = 0;
+  double flops = 0;  // all floating-point and integer operations, matrix products included
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;
+  double transcendentals = 0;  // evaluations of exp, log, tanh, erf, pow, ...
+  double dot_flops = 0;        // the part of `flops` done by matrix products
+  double dot_products = 0;     // independent matrix products (a batched dot_general's batch size)
+
+  Cost& operator+=(const Cost& o);
+  Cost scaled(double times) const;  // the cost of `times` runs
 };
 
 // Output types from input types and parameters. Throws ferry::Error(INVALID_ARGUMENT) whose message

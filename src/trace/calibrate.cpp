@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ferry/error.h"
+#include "ferry/random.h"
 #include "ferry/tensor.h"
 #include "prims/registry.h"
 #include "trace/lowered.h"
@@ -31,6 +32,9 @@ namespace {
 constexpr int64_t kDotSize = 512;
 constexpr int64_t kStreamElements = int64_t{1} << 22;
 constexpr int kElementwiseChain = 4;
+constexpr int64_t kCachedElements = int64_t{1} << 16;
+constexpr int kTranscendentalChain = 16;
+constexpr int64_t kTinyProducts = 2048, kTinySize = 4;
 
 // The median wall time of `repeats` runs after one warm-up (which also sizes the run's bookkeeping).
 double median_seconds(const Compiled& c, const std::vector<Array>& args, int repeats) {
@@ -93,13 +97,65 @@ double link_bytes_per_s(const CompileOptions& options, int repeats) {
   return bytes / copy_seconds;
 }
 
+// tanh over an array the caches hold (256 KiB), many times in place: evaluations / time. Where the
+// kernel is fast enough to be limited by the cache instead, the rate is that limit, which is what
+// the cost model needs (a transcendental never costs less than this).
+double transcendentals_per_s(const CompileOptions& options, int repeats) {
+  ShapeDtype vec{{kCachedElements}};
+  auto chain = [](Tensor x) {
+    for (int i = 0; i < kTranscendentalChain; ++i) x = tanh(x);
+    return sum(x);
+  };
+  Lowered lowered = jit(chain, "calibrate_transcendentals").lower(vec);
+  Compiled c = lowered.compile(options);
+  double seconds = median_seconds(c, {ones(vec.shape)}, repeats);
+  return traced_cost(lowered).transcendentals / seconds;
+}
+
+// Random bits (threefry2x32 and the counters it hashes): the cost model's non-matrix FLOPs / time.
+double vector_flops_per_s(const CompileOptions& options, int repeats) {
+  Lowered lowered = jit([](Tensor seed) { return random::bits(random::key(seed), {kCachedElements * 4}); },
+                        "calibrate_vector")
+                        .lower(ShapeDtype{{}, DType::i32});
+  Compiled c = lowered.compile(options);
+  double seconds = median_seconds(c, {full({}, 7.0, DType::i32)}, repeats);
+  prims::Cost cost = traced_cost(lowered);
+  return (cost.flops - cost.dot_flops) / seconds;
+}
+
+// A batch of tiny matrix products, whose FLOPs take next to nothing at the dot rate: the rest of
+// their time, per product, is the fixed cost of each (a floor of 1 ns keeps it meaningful).
+double dot_product_seconds(const CompileOptions& options, double flops_per_s, int repeats) {
+  ShapeDtype batch{{kTinyProducts, kTinySize, kTinySize}};
+  Lowered lowered = jit([](Tensor a, Tensor b) { return matmul(a, b); }, "calibrate_products").lower(batch, batch);
+  Compiled c = lowered.compile(options);
+  double seconds = median_seconds(c, {ones(batch.shape), ones(batch.shape)}, repeats);
+  prims::Cost cost = traced_cost(lowered);
+  return std::max((seconds - cost.dot_flops / flops_per_s) / cost.dot_products, 1e-9);
+}
+
+// Every rate of Rates, for checks, the cache file and CompileOptions alike.
+struct RateField {
+  double Rates::* rate;
+  double CompileOptions::* option;
+  const char* name;
+};
+constexpr RateField kRateFields[] = {
+    {&Rates::compute_flops_per_s, &CompileOptions::compute_flops_per_s, "compute_flops_per_s"},
+    {&Rates::memory_bytes_per_s, &CompileOptions::memory_bytes_per_s, "memory_bytes_per_s"},
+    {&Rates::link_bandwidth_bytes_per_s, &CompileOptions::link_bandwidth_bytes_per_s, "link_bandwidth_bytes_per_s"},
+    {&Rates::vector_flops_per_s, &CompileOptions::vector_flops_per_s, "vector_flops_per_s"},
+    {&Rates::transcendentals_per_s, &CompileOptions::transcendentals_per_s, "transcendentals_per_s"},
+    {&Rates::dot_product_seconds, &CompileOptions::dot_product_seconds, "dot_product_seconds"},
+};
+
+constexpr std::ptrdiff_t kLegacyRates = 3;  // the rates caches had before the other three
+
 void check_rates(const Rates& r, std::string_view where) {
-  for (auto [value, name] : {std::pair{r.compute_flops_per_s, "compute_flops_per_s"},
-                             std::pair{r.memory_bytes_per_s, "memory_bytes_per_s"},
-                             std::pair{r.link_bandwidth_bytes_per_s, "link_bandwidth_bytes_per_s"}})
-    if (!(value > 0) || !std::isfinite(value))
+  for (const RateField& f : kRateFields)
+    if (!(r.*f.rate > 0) || !std::isfinite(r.*f.rate))
       throw Error(ErrorCode::invalid_argument,
-                  fmt::format("{}: {} must be a positive, finite rate, got {}", where, name, value));
+                  fmt::format("{}: {} must be a positive, finite rate, got {}", where, f.name, r.*f.rate));
 }
 
 std::string env(const char* name) {
@@ -118,15 +174,16 @@ Rates calibrate(const CalibrateOptions& options) {
   r.compute_flops_per_s = dot_flops_per_s(compile, options.repeats);
   r.memory_bytes_per_s = elementwise_bytes_per_s(compile, options.repeats);
   r.link_bandwidth_bytes_per_s = link_bytes_per_s(compile, options.repeats);
+  r.vector_flops_per_s = vector_flops_per_s(compile, options.repeats);
+  r.transcendentals_per_s = transcendentals_per_s(compile, options.repeats);
+  r.dot_product_seconds = dot_product_seconds(compile, r.compute_flops_per_s, options.repeats);
   check_rates(r, "calibrate");
   return r;
 }
 
 CompileOptions with_rates(CompileOptions options, const Rates& rates) {
   check_rates(rates, "with_rates");
-  options.compute_flops_per_s = rates.compute_flops_per_s;
-  options.memory_bytes_per_s = rates.memory_bytes_per_s;
-  options.link_bandwidth_bytes_per_s = rates.link_bandwidth_bytes_per_s;
+  for (const RateField& f : kRateFields) options.*f.option = rates.*f.rate;
   return options;
 }
 
@@ -148,9 +205,21 @@ std::optional<Rates> load_rates(const std::string& path) {
   Rates r;
   try {
     nlohmann::json j = nlohmann::json::parse(text.str());
-    r.compute_flops_per_s = j.at("compute_flops_per_s").get<double>();
-    r.memory_bytes_per_s = j.at("memory_bytes_per_s").get<double>();
-    r.link_bandwidth_bytes_per_s = j.at("link_bandwidth_bytes_per_s").get<double>();
+    // A cache an older ferry wrote has the first three rates only: stale, not corrupt, once those
+    // check out (calibrated_options measures again).
+    bool stale = false;
+    for (const RateField& f : kRateFields) {
+      if (&f - kRateFields >= kLegacyRates && !j.contains(f.name)) {
+        stale = true;
+        r.*f.rate = 1;  // checked below with the rest, then not returned
+        continue;
+      }
+      r.*f.rate = j.at(f.name).get<double>();
+    }
+    if (stale) {
+      check_rates(r, fmt::format("the rates cache {}", path));
+      return std::nullopt;
+    }
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("the rates cache {} is not a rates file ({}); `ferry calibrate` rewrites it", path, e.what()));
@@ -164,9 +233,8 @@ void save_rates(const Rates& rates, const std::string& path) {
   std::filesystem::path file(path);
   std::error_code ec;
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
-  nlohmann::json j{{"compute_flops_per_s", rates.compute_flops_per_s},
-                   {"memory_bytes_per_s", rates.memory_bytes_per_s},
-                   {"link_bandwidth_bytes_per_s", rates.link_bandwidth_bytes_per_s}};
+  nlohmann::json j = nlohmann::json::object();
+  for (const RateField& f : kRateFields) j[f.name] = rates.*f.rate;
   // Written aside and renamed over the cache, so that a reader (another process calibrating at the
   // same time) sees the old file or the new one, never half of one.
   std::string aside = fmt::format("{}.{}.tmp", path, static_cast<long>(getpid()));

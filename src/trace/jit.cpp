@@ -93,6 +93,11 @@ void check_options(const CompileOptions& options) {
   check_rate(options.link_bandwidth_bytes_per_s, "link_bandwidth_bytes_per_s");
   check_rate(options.compute_flops_per_s, "compute_flops_per_s");
   check_rate(options.memory_bytes_per_s, "memory_bytes_per_s");
+  check_rate(options.vector_flops_per_s, "vector_flops_per_s");
+  check_rate(options.transcendentals_per_s, "transcendentals_per_s");
+  if (!(options.dot_product_seconds >= 0) || !std::isfinite(options.dot_product_seconds))
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("CompileOptions.dot_product_seconds must be >= 0 and finite, got {}", options.dot_product_seconds));
 }
 
 }  // namespace

@@ -9,8 +9,32 @@
 namespace ferry::compiler {
 namespace {
 
-// Rates that make the arithmetic easy: 1 FLOP per second, memory traffic free, 1 byte per second.
-constexpr StepRates kRates{.flops_per_s = 1, .memory_bytes_per_s = 1e30, .link_bytes_per_s = 1};
+// Rates that make the arithmetic easy: 1 FLOP per second, memory traffic and transcendentals free,
+// 1 byte per second.
+constexpr StepRates kRates{.flops_per_s = 1, .memory_bytes_per_s = 1e30, .link_bytes_per_s = 1,
+                           .vector_flops_per_s = 1, .transcendentals_per_s = 1e30, .dot_product_seconds = 0};
+
+// Each kind of work at its own rate; an equation takes its compute or its memory traffic,
+// whichever is longer.
+TEST(StepTime, EachKindOfWorkAtItsRate) {
+  auto p = ir::parse(
+      "program @main(%0: f32[4,8,16], %1: f32[4,16,2], %2: f32[1000]) {\n"
+      "  %3 = dot_general[lhs_contracting=[2], rhs_contracting=[1], lhs_batch=[0], rhs_batch=[0]] %0, %1 : f32[4,8,2]\n"
+      "  %4 = tanh %2 : f32[1000]\n"
+      "  %5 = add %2, %2 : f32[1000]\n"
+      "  return %3, %4, %5\n"
+      "}\n");
+  const StepRates rates{.flops_per_s = 1024, .memory_bytes_per_s = 1e4, .link_bytes_per_s = 1,
+                        .vector_flops_per_s = 1e3, .transcendentals_per_s = 100, .dot_product_seconds = 0.5};
+  auto seconds = [&](size_t e) { return equation_seconds(prims::cost(p->equations[e], *p), rates); };
+  // 2*4*8*2*16 = 2048 FLOPs at 1024/s, plus 4 products at 0.5 s (its 2816 bytes take 0.28 s).
+  EXPECT_DOUBLE_EQ(seconds(0), 2.0 + 4 * 0.5);
+  // 1000 tanh at 100/s and 1000 other FLOPs at 1000/s; 8000 bytes take 0.8 s.
+  EXPECT_DOUBLE_EQ(seconds(1), 10.0 + 1.0);
+  // 1000 FLOPs take 1 s, its 12000 bytes 1.2 s: memory-bound.
+  EXPECT_DOUBLE_EQ(seconds(2), 1.2);
+  EXPECT_DOUBLE_EQ(estimate_step_time(*p, rates).compute_seconds, 4.0 + 11.0 + 1.2);
+}
 
 TEST(StepTime, ComputeAddsUpAndScansCountEveryStep) {
   auto p = ir::parse(

@@ -62,7 +62,8 @@ TEST_F(RatesCache, PathFollowsTheEnvironmentInOrder) {
 }
 
 TEST_F(RatesCache, SavedRatesLoadBackExactly) {
-  fy::Rates r{.compute_flops_per_s = 3.25e10, .memory_bytes_per_s = 7.5e9, .link_bandwidth_bytes_per_s = 1.125e10};
+  fy::Rates r{.compute_flops_per_s = 3.25e10, .memory_bytes_per_s = 7.5e9, .link_bandwidth_bytes_per_s = 1.125e10,
+              .vector_flops_per_s = 2.5e9, .transcendentals_per_s = 4.5e8, .dot_product_seconds = 1.5e-7};
   std::string path = file("nested/folder/rates.json");  // folders are created
   fy::save_rates(r, path);
   std::optional<fy::Rates> back = fy::load_rates(path);
@@ -70,7 +71,20 @@ TEST_F(RatesCache, SavedRatesLoadBackExactly) {
   EXPECT_EQ(back->compute_flops_per_s, r.compute_flops_per_s);
   EXPECT_EQ(back->memory_bytes_per_s, r.memory_bytes_per_s);
   EXPECT_EQ(back->link_bandwidth_bytes_per_s, r.link_bandwidth_bytes_per_s);
+  EXPECT_EQ(back->vector_flops_per_s, r.vector_flops_per_s);
+  EXPECT_EQ(back->transcendentals_per_s, r.transcendentals_per_s);
+  EXPECT_EQ(back->dot_product_seconds, r.dot_product_seconds);
   EXPECT_FALSE(fy::load_rates(file("absent.json")).has_value());
+}
+
+// A cache written before the vector, transcendental and per-product rates existed is measured
+// again, not an error; one whose old rates are bad still is.
+TEST_F(RatesCache, AnOlderCacheIsStale) {
+  std::string path = file("rates.json");
+  write(path, R"({"compute_flops_per_s": 1e9, "memory_bytes_per_s": 2e9, "link_bandwidth_bytes_per_s": 3e9})");
+  EXPECT_FALSE(fy::load_rates(path).has_value());
+  write(path, R"({"compute_flops_per_s": 1e9, "memory_bytes_per_s": -2e9, "link_bandwidth_bytes_per_s": 3e9})");
+  EXPECT_EQ(error_of([&] { fy::load_rates(path); }).code(), fy::ErrorCode::invalid_argument);
 }
 
 TEST_F(RatesCache, ABadCacheIsInvalidArgumentNamingTheFile) {
@@ -91,13 +105,17 @@ TEST_F(RatesCache, ABadCacheIsInvalidArgumentNamingTheFile) {
 
 TEST_F(RatesCache, CalibratedOptionsTakeTheCachedRatesAndKeepTheRest) {
   setenv("FERRY_CACHE_DIR", dir_.c_str(), 1);
-  fy::save_rates({.compute_flops_per_s = 1.5e9, .memory_bytes_per_s = 2.5e9, .link_bandwidth_bytes_per_s = 3.5e9},
+  fy::save_rates({.compute_flops_per_s = 1.5e9, .memory_bytes_per_s = 2.5e9, .link_bandwidth_bytes_per_s = 3.5e9,
+                  .vector_flops_per_s = 4.5e9, .transcendentals_per_s = 5.5e8, .dot_product_seconds = 6.5e-7},
                  file("rates.json"));
   fy::CompileOptions o = fy::calibrated_options({.device_memory_limit = 4096, .fit_to_limit = true});
   // Values no measurement gives: these come from the cache, not from a calibration.
   EXPECT_EQ(o.compute_flops_per_s, 1.5e9);
   EXPECT_EQ(o.memory_bytes_per_s, 2.5e9);
   EXPECT_EQ(o.link_bandwidth_bytes_per_s, 3.5e9);
+  EXPECT_EQ(o.vector_flops_per_s, 4.5e9);
+  EXPECT_EQ(o.transcendentals_per_s, 5.5e8);
+  EXPECT_EQ(o.dot_product_seconds, 6.5e-7);
   EXPECT_EQ(o.device_memory_limit, 4096);
   EXPECT_TRUE(o.fit_to_limit);
 }
@@ -105,7 +123,8 @@ TEST_F(RatesCache, CalibratedOptionsTakeTheCachedRatesAndKeepTheRest) {
 TEST_F(RatesCache, WithoutACacheTheRatesAreMeasuredOnceAndCached) {
   setenv("FERRY_CACHE_DIR", dir_.c_str(), 1);
   fy::CompileOptions o = fy::calibrated_options();
-  for (double rate : {o.compute_flops_per_s, o.memory_bytes_per_s, o.link_bandwidth_bytes_per_s}) {
+  for (double rate : {o.compute_flops_per_s, o.memory_bytes_per_s, o.link_bandwidth_bytes_per_s, o.vector_flops_per_s,
+                      o.transcendentals_per_s, o.dot_product_seconds}) {
     EXPECT_GT(rate, 0);
     EXPECT_TRUE(std::isfinite(rate));
   }
@@ -114,6 +133,7 @@ TEST_F(RatesCache, WithoutACacheTheRatesAreMeasuredOnceAndCached) {
   EXPECT_EQ(cached->compute_flops_per_s, o.compute_flops_per_s);
   EXPECT_EQ(cached->memory_bytes_per_s, o.memory_bytes_per_s);
   EXPECT_EQ(cached->link_bandwidth_bytes_per_s, o.link_bandwidth_bytes_per_s);
+  EXPECT_EQ(cached->transcendentals_per_s, o.transcendentals_per_s);
   // The measured rates compile programs (they pass compile's own checks).
   EXPECT_NO_THROW(fy::jit([](fy::Tensor x) { return x * 2.0; }).lower(fy::ShapeDtype{{4}}).compile(o));
 }
@@ -122,7 +142,8 @@ TEST(Calibrate, BadArgumentsAreErrors) {
   EXPECT_EQ(error_of([] { fy::calibrate({.repeats = 0}); }).code(), fy::ErrorCode::invalid_argument);
   EXPECT_EQ(error_of([] { fy::calibrate({.backend = "tpu"}); }).code(), fy::ErrorCode::unimplemented);
   for (double bad : {0.0, -1.0, static_cast<double>(NAN), static_cast<double>(INFINITY)}) {
-    fy::Rates r{.compute_flops_per_s = 1e9, .memory_bytes_per_s = bad, .link_bandwidth_bytes_per_s = 1e9};
+    fy::Rates r{.compute_flops_per_s = 1e9, .memory_bytes_per_s = bad, .link_bandwidth_bytes_per_s = 1e9,
+                .vector_flops_per_s = 1e9, .transcendentals_per_s = 1e9, .dot_product_seconds = 1e-6};
     fy::Error e = error_of([&] { fy::with_rates({}, r); });
     EXPECT_EQ(e.code(), fy::ErrorCode::invalid_argument);
     EXPECT_THAT(e.message(), HasSubstr("memory_bytes_per_s"));
