@@ -168,8 +168,9 @@ template <class Make> void same_bytes_across_thread_counts(const std::string& wh
 }
 
 TEST(ParallelKernels, ReductionsGiveTheSameBitsForEveryThreadCount) {
-  // Leading reduced axis (partial sums combined in order), trailing reduced axis (tasks own rows),
-  // a middle one, and everything; big enough to split.
+  // Leading reduced axis (column blocks), trailing reduced axis (row tasks), a middle one,
+  // outermost and innermost reduced (partial sums combined in order), and everything; big enough
+  // to split.
   const std::vector<std::pair<Shape, ir::Dims>> cases = {
       {{4096, 96}, {0}}, {{96, 4096}, {1}}, {{64, 300, 8}, {1}}, {{2048, 3, 40}, {0, 2}}, {{512, 256}, {0, 1}}};
   for (DType d : {DType::f32, DType::f64, DType::bf16, DType::i32})
@@ -187,19 +188,37 @@ TEST(ParallelKernels, ReductionsGiveTheSameBitsForEveryThreadCount) {
     }
 }
 
-TEST(ParallelKernels, LeadingAxisSumsStayAccurate) {
-  // The partial sums change the order of additions against one pass; the result is still the sum
-  // within f32 rounding of 8192 terms (bound: 8192 * eps * sum |x|, far above what pairwise-ish
-  // partials give, far below the sum's size).
-  const Buffer x = random_buffer(DType::f32, {8192, 40});
-  const Buffer y = run1(Primitive::reduce_sum, ir::ReduceParams{{0}}, {&x}, DType::f32, {40});
-  std::vector<double> want(40, 0.0), mag(40, 0.0);
+TEST(ParallelKernels, PartialSumsStayAccurate) {
+  // Outermost and innermost axes reduced: partial sums over slices of the outermost axis change
+  // the order of additions against one pass; the result is still the sum within f32 rounding
+  // (bound: 1e-6 * sum |x|, far below the size of a wrong or missing slice).
+  const Buffer x = random_buffer(DType::f32, {8192, 4, 40});
+  const Buffer y = run1(Primitive::reduce_sum, ir::ReduceParams{{0, 2}}, {&x}, DType::f32, {4});
+  std::vector<double> want(4, 0.0), mag(4, 0.0);
   for (int64_t i = 0; i < x.size(); ++i) {
-    want[static_cast<size_t>(i % 40)] += x.get(i);
-    mag[static_cast<size_t>(i % 40)] += std::abs(x.get(i));
+    want[static_cast<size_t>(i / 40 % 4)] += x.get(i);
+    mag[static_cast<size_t>(i / 40 % 4)] += std::abs(x.get(i));
   }
-  for (size_t j = 0; j < 40; ++j)
-    EXPECT_NEAR(y.get(static_cast<int64_t>(j)), want[j], 1e-6 * mag[j]) << "column " << j;
+  for (size_t j = 0; j < 4; ++j) EXPECT_NEAR(y.get(static_cast<int64_t>(j)), want[j], 1e-6 * mag[j]) << "result " << j;
+}
+
+TEST(ParallelKernels, SplitsByResultKeepTheSerialBits) {
+  // A bias gradient ([rows, C] -> [C]: column blocks) and a row reduction (row tasks) add in the
+  // serial order: the same bits as a plain loop in the accumulator type.
+  const Buffer x = random_buffer(DType::f32, {4096, 96});
+  const Buffer cols = run1(Primitive::reduce_sum, ir::ReduceParams{{0}}, {&x}, DType::f32, {96});
+  for (int64_t j = 0; j < 96; ++j) {
+    float s = 0;
+    for (int64_t i = 0; i < 4096; ++i) s += x.as<float>()[i * 96 + j];
+    ASSERT_EQ(cols.as<float>()[j], s) << "column " << j;
+  }
+  const Buffer big = random_buffer(DType::f64, {4, 1 << 16});
+  const Buffer sums = run1(Primitive::reduce_sum, ir::ReduceParams{{0}}, {&big}, DType::f64, {1 << 16});
+  for (int64_t j = 0; j < (1 << 16); ++j) {
+    double s = 0;
+    for (int64_t i = 0; i < 4; ++i) s += big.as<double>()[i * (1 << 16) + j];
+    ASSERT_EQ(sums.as<double>()[j], s) << "column " << j;
+  }
 }
 
 TEST(ParallelKernels, DataMovementGivesTheSameBytesForEveryThreadCount) {

@@ -11,12 +11,14 @@
 // The result is the accumulator where the two have the same size (f32, f64, i32 as uint32, bool as
 // a byte): no scratch. f16 and bf16 accumulate in a float per result element in the workspace.
 //
-// Threads: when the outermost dimensions are kept ones, each task owns a disjoint set of results
-// and adds into them in the serial order, so the bits are those of one thread. When the outermost
-// dimension is reduced (a bias gradient: [rows, C] -> [C]), it is cut into a fixed number of
-// slices (from the sizes alone, never the thread count), each accumulated into its own partial
-// result (the first in the result, the others in the workspace) and combined in slice order: the
-// same bits for every thread count, though not the single-pass order.
+// Threads: when the outermost dimensions are kept ones, each task owns the results under some of
+// their indices; when the innermost is kept (a bias gradient: [rows, C] -> [C]), each task owns a
+// block of its columns. Either way a task adds into its results in the serial order: the bits are
+// those of one thread. Only when both the outermost and the innermost dimension are reduced is the
+// outermost cut into a fixed number of slices (from the sizes alone, never the thread count), each
+// accumulated into its own partial result (the first in the result, the others in the workspace,
+// at most 1/16 of the operand's elements) and combined in slice order: the same bits for every
+// thread count, though not the single-pass order.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -159,11 +161,14 @@ template <class T> constexpr bool kAccumulatesInPlace = sizeof(typename AccOf<T>
 constexpr int64_t kGrainElements = 32768;
 constexpr int64_t kMaxPartials = 8;
 
-// Partial results for these loop dimensions (the innermost last): 1 unless the outermost one is reduced.
-int64_t partials_of(const DimVec<Dim>& dims) {
-  if (dims.size() < 2 || dims[0].dst != 0) return 1;
+// Partial results for these loop dimensions (the innermost last) and result size: 1 unless both
+// the outermost and the innermost dimension are reduced (otherwise a split by results exists, which
+// keeps the serial bits), and only while the partials' scratch stays a small part of the operand.
+int64_t partials_of(const DimVec<Dim>& dims, int64_t out_n) {
+  if (dims.size() < 2 || dims[0].dst != 0 || dims.back().dst != 0) return 1;
   const int64_t total = loop_count(dims);
-  return std::clamp<int64_t>(total / kGrainElements, 1, std::min(kMaxPartials, dims[0].size));
+  const int64_t p = std::clamp<int64_t>(total / kGrainElements, 1, std::min(kMaxPartials, dims[0].size));
+  return (p - 1) * out_n <= total / 16 ? p : 1;
 }
 
 // Adds the operand elements at outer indices [begin, end) into the accumulators `a`, in order.
@@ -200,7 +205,7 @@ template <class Op, class T> void reduce_typed(DimVec<Dim> dims, const T* x, T* 
   using A = typename AccOf<T>::type;
   const A init = Op::template identity<A>();
   const bool empty = std::any_of(dims.begin(), dims.end(), [](const Dim& d) { return d.size == 0; });
-  const int64_t partials = empty ? 1 : partials_of(dims);
+  const int64_t partials = empty ? 1 : partials_of(dims, out_n);
   A* acc;
   if constexpr (kAccumulatesInPlace<T>) acc = reinterpret_cast<A*>(y);
   else acc = workspace.take<A>(out_n);
@@ -211,10 +216,15 @@ template <class Op, class T> void reduce_typed(DimVec<Dim> dims, const T* x, T* 
     const Dim inner = dims.back();
     dims.pop_back();
     const int64_t count = loop_count(dims);
-    if (partials == 1) {
-      // Tasks over the leading kept dimensions: each owns the results under its indices.
-      int64_t tasks = 1;
-      for (size_t k = 0; k < dims.size() && dims[k].dst != 0; ++k) tasks *= dims[k].size;
+    int64_t tasks = 1;  // indices of the leading kept dimensions: each owns the results under it
+    for (size_t k = 0; k < dims.size() && dims[k].dst != 0; ++k) tasks *= dims[k].size;
+    if (partials == 1 && inner.dst != 0 && tasks < 16) {
+      // The innermost dimension is kept (a bias gradient, [rows, C] -> [C]): tasks own blocks of
+      // its columns and walk every row for them.
+      parallel_for(inner.size, std::max<int64_t>(1, kGrainElements / count), [&](int64_t b, int64_t e) {
+        accumulate<Op>(dims, Dim{e - b, inner.dst, inner.src}, x + b * inner.src, acc + b * inner.dst, 0, count);
+      });
+    } else if (partials == 1) {
       const int64_t rest = count / tasks;
       parallel_for(tasks, std::max<int64_t>(1, kGrainElements / (rest * inner.size)), [&](int64_t b, int64_t e) {
         accumulate<Op>(dims, inner, x, acc, b * rest, e * rest);
@@ -315,7 +325,7 @@ int64_t reduce_workspace(const ir::Equation& eq, std::span<const ir::Type* const
     const int64_t out_n = outputs[0]->num_elements();
     const DimVec<Dim> dims = loop_dims(inputs[0]->shape, reduced_axes(eq, inputs[0]->shape.size()));
     const bool empty = std::any_of(dims.begin(), dims.end(), [](const Dim& d) { return d.size == 0; });
-    const int64_t partials = empty ? 1 : partials_of(dims);
+    const int64_t partials = empty ? 1 : partials_of(dims, out_n);
     visit_dtype(outputs[0]->dtype, [&]<class T>(TypeTag<T>) {
       using A = typename AccOf<T>::type;
       if constexpr (!kAccumulatesInPlace<T>) size.add<A>(out_n);
