@@ -170,163 +170,199 @@ std::shared_ptr<const MemoryPlan> plan_body(const ir::Equation& eq, const PlanOp
 
 namespace {
 
-std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool outputs_external, const Streams* streams,
-                                               const PlanOptions& options) {
-  auto plan = std::make_shared<MemoryPlan>();
-  const int n = static_cast<int>(p.equations.size());
-  const size_t nv = p.values.size();
-  plan->slots.resize(nv);
-  plan->bodies.resize(static_cast<size_t>(n));
-  plan->acquire_before.resize(static_cast<size_t>(n));
-  plan->release_after.resize(static_cast<size_t>(n));
-  plan->skip.assign(static_cast<size_t>(n), 0);
-  plan->workspace.assign(static_cast<size_t>(n), -1);
-  plan->output_alias.assign(p.outputs.size(), -1);
+// Plans one program, in the steps below (each a member, in the order plan_program runs them).
+class Planner {
+ public:
+  Planner(const ir::Program& p, bool outputs_external, const PlanOptions& options)
+      : p_(p), outputs_external_(outputs_external), options_(options), plan_(std::make_shared<MemoryPlan>()),
+        n_(static_cast<int>(p.equations.size())), nv_(p.values.size()) {}
 
-  std::vector<int> last(nv, -1);
-  for (size_t i = 0; i < p.inputs.size(); ++i) {
-    Slot& s = plan->slots[static_cast<size_t>(p.inputs[i])];
-    s.where = outputs_external ? Slot::Where::external_input : Slot::Where::argument;
-    s.kind = p.type(p.inputs[i]).kind;
-    s.index = static_cast<int>(i);
+  std::shared_ptr<const MemoryPlan> run(const Streams* streams) {
+    place_inputs_and_outputs();
+    if (streams != nullptr) leave_streams_to_the_runner(*streams);
+    copy_into_external_outputs();
+    for (int e = 0; e < n_; ++e) {
+      if (plan_->skip[static_cast<size_t>(e)]) continue;  // the scan runner's copy
+      assign_buffers(e);
+      const ir::Equation& eq = p_.equations[static_cast<size_t>(e)];
+      if (eq.prim == Primitive::scan || eq.prim == Primitive::checkpoint || eq.prim == Primitive::while_loop)
+        plan_nested_body(e);
+    }
+    if (!outputs_external_) give_outputs_their_chains_and_donations();
+    pack_arenas();
+    find_peaks();
+    return plan_;
   }
-  for (int e = 0; e < n; ++e)
-    for (ir::ValueId v : p.equations[static_cast<size_t>(e)].inputs) last[static_cast<size_t>(v)] = e;
-  // Outputs live outside the arena: in the enclosing equation's values, or at the top level in
-  // allocations of their own that the returned Arrays keep (or a donated argument's buffer). An
-  // output that is an input or another output keeps that slot: such a program can be planned (for
-  // analyses) but not run, and compiling gives each output a value of its own first
-  // (materialize_outputs; the executable checks).
-  for (size_t i = 0; i < p.outputs.size(); ++i) {
-    ir::ValueId v = p.outputs[i];
-    Slot& s = plan->slots[static_cast<size_t>(v)];
-    if (s.where != Slot::Where::arena || s.index >= 0) continue;
-    s.where = Slot::Where::external_output;
-    s.kind = p.type(v).kind;
-    s.index = static_cast<int>(i);
+
+ private:
+  // Arguments (or the enclosing equation's values) and outputs: where they live, and the last
+  // reader of every value.
+  void place_inputs_and_outputs() {
+    MemoryPlan& plan = *plan_;
+    plan.slots.resize(nv_);
+    plan.bodies.resize(static_cast<size_t>(n_));
+    plan.acquire_before.resize(static_cast<size_t>(n_));
+    plan.release_after.resize(static_cast<size_t>(n_));
+    plan.skip.assign(static_cast<size_t>(n_), 0);
+    plan.workspace.assign(static_cast<size_t>(n_), -1);
+    plan.output_alias.assign(p_.outputs.size(), -1);
+    last_.assign(nv_, -1);
+    for (size_t i = 0; i < p_.inputs.size(); ++i) {
+      Slot& s = plan.slots[static_cast<size_t>(p_.inputs[i])];
+      s.where = outputs_external_ ? Slot::Where::external_input : Slot::Where::argument;
+      s.kind = p_.type(p_.inputs[i]).kind;
+      s.index = static_cast<int>(i);
+    }
+    for (int e = 0; e < n_; ++e)
+      for (ir::ValueId v : p_.equations[static_cast<size_t>(e)].inputs) last_[static_cast<size_t>(v)] = e;
+    // Outputs live outside the arena: in the enclosing equation's values, or at the top level in
+    // allocations of their own that the returned Arrays keep (or a donated argument's buffer). An
+    // output that is an input or another output keeps that slot: such a program can be planned (for
+    // analyses) but not run, and compiling gives each output a value of its own first
+    // (materialize_outputs; the executable checks).
+    for (size_t i = 0; i < p_.outputs.size(); ++i) {
+      ir::ValueId v = p_.outputs[i];
+      Slot& s = plan.slots[static_cast<size_t>(v)];
+      if (s.where != Slot::Where::arena || s.index >= 0) continue;
+      s.where = Slot::Where::external_output;
+      s.kind = p_.type(v).kind;
+      s.index = static_cast<int>(i);
+    }
   }
 
   // Streamed slices: the scan runner does these copies; the body sees extra external values.
-  if (streams != nullptr) {
-    std::vector<int> producer(nv, -1);
-    for (int e = 0; e < n; ++e)
-      for (ir::ValueId v : p.equations[static_cast<size_t>(e)].outputs) producer[static_cast<size_t>(v)] = e;
+  void leave_streams_to_the_runner(const Streams& streams) {
+    MemoryPlan& plan = *plan_;
+    std::vector<int> producer(nv_, -1);
+    for (int e = 0; e < n_; ++e)
+      for (ir::ValueId v : p_.equations[static_cast<size_t>(e)].outputs) producer[static_cast<size_t>(v)] = e;
     auto skip_copy = [&](int done) {
-      plan->skip[static_cast<size_t>(done)] = 1;
-      plan->skip[static_cast<size_t>(producer[static_cast<size_t>(p.equations[static_cast<size_t>(done)].inputs[0])])] = 1;
+      plan.skip[static_cast<size_t>(done)] = 1;
+      plan.skip[static_cast<size_t>(producer[static_cast<size_t>(p_.equations[static_cast<size_t>(done)].inputs[0])])] = 1;
     };
-    int extra_in = static_cast<int>(p.inputs.size()), extra_out = static_cast<int>(p.outputs.size());
-    for (auto [value, input] : streams->prefetched) {
-      Slot& s = plan->slots[static_cast<size_t>(value)];
-      s = Slot{Slot::Where::external_input, p.type(value).kind, -1, extra_in++};
+    int extra_in = static_cast<int>(p_.inputs.size()), extra_out = static_cast<int>(p_.outputs.size());
+    for (auto [value, input] : streams.prefetched) {
+      Slot& s = plan.slots[static_cast<size_t>(value)];
+      s = Slot{Slot::Where::external_input, p_.type(value).kind, -1, extra_in++};
       skip_copy(producer[static_cast<size_t>(value)]);
       (void)input;
     }
-    for (auto [value, output] : streams->postponed) {
-      plan->slots[static_cast<size_t>(value)] = Slot{Slot::Where::external_output, p.type(value).kind, -1, extra_out++};
-      skip_copy(producer[static_cast<size_t>(p.outputs[static_cast<size_t>(output)])]);
+    for (auto [value, output] : streams.postponed) {
+      plan.slots[static_cast<size_t>(value)] = Slot{Slot::Where::external_output, p_.type(value).kind, -1, extra_out++};
+      skip_copy(producer[static_cast<size_t>(p_.outputs[static_cast<size_t>(output)])]);
     }
-    for (int e = 0; e < n; ++e)
-      if (plan->skip[static_cast<size_t>(e)])
-        for (ir::ValueId v : p.equations[static_cast<size_t>(e)].outputs) {
-          Slot& s = plan->slots[static_cast<size_t>(v)];
-          if (s.where == Slot::Where::arena) s = Slot{Slot::Where::external_input, p.type(v).kind, -1, -1};
+    for (int e = 0; e < n_; ++e)
+      if (plan.skip[static_cast<size_t>(e)])
+        for (ir::ValueId v : p_.equations[static_cast<size_t>(e)].outputs) {
+          Slot& s = plan.slots[static_cast<size_t>(v)];
+          if (s.where == Slot::Where::arena) s = Slot{Slot::Where::external_input, p_.type(v).kind, -1, -1};
         }
   }
 
   // A copy whose result is an external output fills that destination directly.
-  for (const ir::Equation& eq : p.equations)
-    if (eq.prim == Primitive::copy_done) {
-      const Slot& out = plan->slots[static_cast<size_t>(eq.outputs[0])];
-      if (out.where == Slot::Where::external_output) plan->slots[static_cast<size_t>(eq.inputs[0])] = out;
-    }
+  void copy_into_external_outputs() {
+    for (const ir::Equation& eq : p_.equations)
+      if (eq.prim == Primitive::copy_done) {
+        const Slot& out = plan_->slots[static_cast<size_t>(eq.outputs[0])];
+        if (out.where == Slot::Where::external_output) plan_->slots[static_cast<size_t>(eq.inputs[0])] = out;
+      }
+  }
 
-  auto new_buffer = [&](MemoryKind kind, int64_t bytes, int start, int end) {
+  int new_buffer(MemoryKind kind, int64_t bytes, int start, int end) {
     Buffer b;
     b.kind = kind;
     b.size = aligned(bytes);
     b.start = start;
     b.end = end;
-    plan->buffers.push_back(b);
-    return static_cast<int>(plan->buffers.size() - 1);
-  };
-  for (int e = 0; e < n; ++e) {
-    const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
+    plan_->buffers.push_back(b);
+    return static_cast<int>(plan_->buffers.size() - 1);
+  }
+
+  // Equation e's workspace, and a buffer for each of its results: its own, or (in place) the one
+  // of an input that dies at e.
+  void assign_buffers(int e) {
+    MemoryPlan& plan = *plan_;
+    const ir::Equation& eq = p_.equations[static_cast<size_t>(e)];
     std::vector<size_t> candidates = in_place_candidates(eq);
-    if (plan->skip[static_cast<size_t>(e)]) continue;  // the scan runner's copy
-    if (options.workspace && eq.subprograms.empty())
-      if (int64_t bytes = options.workspace(p, eq); bytes > 0) {
+    if (options_.workspace && eq.subprograms.empty())
+      if (int64_t bytes = options_.workspace(p_, eq); bytes > 0) {
         int b = new_buffer(MemoryKind::device, bytes, e, e);
-        plan->buffers[static_cast<size_t>(b)].workspace_of = e;
-        plan->workspace[static_cast<size_t>(e)] = b;
+        plan.buffers[static_cast<size_t>(b)].workspace_of = e;
+        plan.workspace[static_cast<size_t>(e)] = b;
       }
     for (ir::ValueId v : eq.outputs) {
-      Slot& s = plan->slots[static_cast<size_t>(v)];
-      s.kind = p.type(v).kind;
+      Slot& s = plan.slots[static_cast<size_t>(v)];
+      s.kind = p_.type(v).kind;
       if (s.where == Slot::Where::external_output || s.where == Slot::Where::external_input) continue;
-      int end = std::max(last[static_cast<size_t>(v)], e);
+      int end = std::max(last_[static_cast<size_t>(v)], e);
       int shared = -1;
       for (size_t c : candidates) {
         ir::ValueId u = eq.inputs[c];
-        const Slot& su = plan->slots[static_cast<size_t>(u)];
-        if (su.where != Slot::Where::arena || su.buffer < 0 || last[static_cast<size_t>(u)] != e) continue;
-        const ir::Type &tu = p.type(u), &tv = p.type(v);
-        Buffer& b = plan->buffers[static_cast<size_t>(su.buffer)];
+        const Slot& su = plan.slots[static_cast<size_t>(u)];
+        if (su.where != Slot::Where::arena || su.buffer < 0 || last_[static_cast<size_t>(u)] != e) continue;
+        const ir::Type &tu = p_.type(u), &tv = p_.type(v);
+        Buffer& b = plan.buffers[static_cast<size_t>(su.buffer)];
         if (tu.kind != tv.kind || tu.size_bytes() != tv.size_bytes() || b.end != e || b.body_of >= 0) continue;
         shared = su.buffer;
         break;
       }
       if (shared >= 0) {
-        plan->buffers[static_cast<size_t>(shared)].end = end;
+        plan.buffers[static_cast<size_t>(shared)].end = end;
       } else {
-        shared = new_buffer(s.kind, p.type(v).size_bytes(), e, end);
+        shared = new_buffer(s.kind, p_.type(v).size_bytes(), e, end);
       }
-      plan->buffers[static_cast<size_t>(shared)].values.push_back(v);
+      plan.buffers[static_cast<size_t>(shared)].values.push_back(v);
       s.where = Slot::Where::arena;
       s.buffer = shared;
     }
-    if (eq.prim == Primitive::scan || eq.prim == Primitive::checkpoint || eq.prim == Primitive::while_loop) {
-      BodyPlan body;
-      const ir::Program& sub = *eq.subprograms.at(0);
-      Streams found;
-      if (eq.prim == Primitive::scan) {
-        const auto& sp = std::get<ir::ScanParams>(eq.params);
-        found = find_streams(sub, static_cast<int>(sp.num_carry), static_cast<int>(sp.num_xs));
-      }
-      body.plan = plan_body(eq, PlanOptions{options.workspace, {}});
-      // Each streamed slice: the io it replaces, the extra external index, two device buffers.
-      auto stream = [&](const std::vector<std::pair<ir::ValueId, int>>& found_slices, int next_external,
-                        std::vector<StreamedSlice>& out) {
-        for (auto [value, io] : found_slices) {
-          StreamedSlice s{io, next_external++, {}};
-          for (int& b : s.buffers) {
-            b = new_buffer(MemoryKind::device, sub.type(value).size_bytes(), e, e);
-            plan->buffers[static_cast<size_t>(b)].stream_of = e;
-          }
-          out.push_back(s);
-        }
-      };
-      stream(found.prefetched, static_cast<int>(sub.inputs.size()), body.prefetched);
-      stream(found.postponed, static_cast<int>(sub.outputs.size()), body.postponed);
-      for (int k = 0; k < kNumMemoryKinds; ++k)
-        if (body.plan->arena_size[static_cast<size_t>(k)] > 0) {
-          body.region[static_cast<size_t>(k)] =
-              new_buffer(static_cast<MemoryKind>(k), body.plan->arena_size[static_cast<size_t>(k)], e, e);
-          plan->buffers[static_cast<size_t>(body.region[static_cast<size_t>(k)])].body_of = e;
-        }
-      if (eq.prim == Primitive::scan || eq.prim == Primitive::while_loop) {
-        // A while loop carries everything its body returns (the predicate first), as a scan its carries.
-        const int64_t num_carry = eq.prim == Primitive::scan ? std::get<ir::ScanParams>(eq.params).num_carry
-                                                             : static_cast<int64_t>(sub.outputs.size());
-        for (int64_t c = 0; c < num_carry; ++c) {
-          const ir::Type& t = p.type(eq.outputs[static_cast<size_t>(c)]);
-          int b = new_buffer(t.kind, t.size_bytes(), e, e);
-          plan->buffers[static_cast<size_t>(b)].scratch_of = e;
-          body.carry_scratch.push_back(b);
-        }
-      }
-      plan->bodies[static_cast<size_t>(e)] = std::move(body);
+  }
+
+  // A scan, checkpoint or while loop at e: its body's own plan, and the buffers the body needs from
+  // this arena while it runs (its region per kind, the streamed slices' double buffers, the carry
+  // scratch).
+  void plan_nested_body(int e) {
+    MemoryPlan& plan = *plan_;
+    const ir::Equation& eq = p_.equations[static_cast<size_t>(e)];
+    BodyPlan body;
+    const ir::Program& sub = *eq.subprograms.at(0);
+    Streams found;
+    if (eq.prim == Primitive::scan) {
+      const auto& sp = std::get<ir::ScanParams>(eq.params);
+      found = find_streams(sub, static_cast<int>(sp.num_carry), static_cast<int>(sp.num_xs));
     }
+    body.plan = plan_body(eq, PlanOptions{options_.workspace, {}});
+    // Each streamed slice: the io it replaces, the extra external index, two device buffers.
+    auto stream = [&](const std::vector<std::pair<ir::ValueId, int>>& found_slices, int next_external,
+                      std::vector<StreamedSlice>& out) {
+      for (auto [value, io] : found_slices) {
+        StreamedSlice s{io, next_external++, {}};
+        for (int& b : s.buffers) {
+          b = new_buffer(MemoryKind::device, sub.type(value).size_bytes(), e, e);
+          plan.buffers[static_cast<size_t>(b)].stream_of = e;
+        }
+        out.push_back(s);
+      }
+    };
+    stream(found.prefetched, static_cast<int>(sub.inputs.size()), body.prefetched);
+    stream(found.postponed, static_cast<int>(sub.outputs.size()), body.postponed);
+    for (int k = 0; k < kNumMemoryKinds; ++k)
+      if (body.plan->arena_size[static_cast<size_t>(k)] > 0) {
+        body.region[static_cast<size_t>(k)] =
+            new_buffer(static_cast<MemoryKind>(k), body.plan->arena_size[static_cast<size_t>(k)], e, e);
+        plan.buffers[static_cast<size_t>(body.region[static_cast<size_t>(k)])].body_of = e;
+      }
+    if (eq.prim == Primitive::scan || eq.prim == Primitive::while_loop) {
+      // A while loop carries everything its body returns (the predicate first), as a scan its carries.
+      const int64_t num_carry = eq.prim == Primitive::scan ? std::get<ir::ScanParams>(eq.params).num_carry
+                                                           : static_cast<int64_t>(sub.outputs.size());
+      for (int64_t c = 0; c < num_carry; ++c) {
+        const ir::Type& t = p_.type(eq.outputs[static_cast<size_t>(c)]);
+        int b = new_buffer(t.kind, t.size_bytes(), e, e);
+        plan.buffers[static_cast<size_t>(b)].scratch_of = e;
+        body.carry_scratch.push_back(b);
+      }
+    }
+    plan.bodies[static_cast<size_t>(e)] = std::move(body);
   }
 
   // Top level: an output written in place over a temporary that dies there takes that temporary's
@@ -337,10 +373,12 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
   // write over), so the schedule's memory model (optimal_schedule.h) can read where values live
   // from any order's plan. Then donated arguments are matched to outputs, each output first
   // written where its chain starts.
-  if (!outputs_external) {
-    std::vector<int> producer(nv, -1), readers(nv, 0);
-    std::vector<char> is_output(nv, 0);
-    for (int e = 0; e < n; ++e) {
+  void give_outputs_their_chains_and_donations() {
+    MemoryPlan& plan = *plan_;
+    const ir::Program& p = p_;
+    std::vector<int> producer(nv_, -1), readers(nv_, 0);
+    std::vector<char> is_output(nv_, 0);
+    for (int e = 0; e < n_; ++e) {
       const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
       for (ir::ValueId v : eq.outputs) producer[static_cast<size_t>(v)] = e;
       for (size_t k = 0; k < eq.inputs.size(); ++k)
@@ -354,7 +392,7 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
       std::vector<ir::ValueId> found;
       for (size_t c : in_place_candidates(eq)) {
         ir::ValueId x = eq.inputs[c];
-        const Slot& sx = plan->slots[static_cast<size_t>(x)];
+        const Slot& sx = plan.slots[static_cast<size_t>(x)];
         if (sx.where == Slot::Where::arena && sx.buffer >= 0 && p.type(x).kind == out.kind &&
             p.type(x).size_bytes() == out.size_bytes() && std::find(found.begin(), found.end(), x) == found.end())
           found.push_back(x);
@@ -375,16 +413,16 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
     for (size_t i = 0; i < p.outputs.size(); ++i) {
       ir::ValueId v = p.outputs[i];
       int e = producer[static_cast<size_t>(v)];
-      if (e < 0 || plan->slots[static_cast<size_t>(v)].index != static_cast<int>(i)) continue;
+      if (e < 0 || plan.slots[static_cast<size_t>(v)].index != static_cast<int>(i)) continue;
       const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
       const int written = eq.prim == Primitive::copy_done ? producer[static_cast<size_t>(eq.inputs[0])] : e;
       // The in-place chain the output can take over, if any.
       Buffer* chain = nullptr;
       for (size_t c : eq.outputs.size() == 1 ? in_place_candidates(eq) : std::vector<size_t>{}) {
         ir::ValueId u = eq.inputs[c];
-        const Slot& su = plan->slots[static_cast<size_t>(u)];
-        if (su.where != Slot::Where::arena || su.buffer < 0 || last[static_cast<size_t>(u)] != e) continue;
-        Buffer& b = plan->buffers[static_cast<size_t>(su.buffer)];
+        const Slot& su = plan.slots[static_cast<size_t>(u)];
+        if (su.where != Slot::Where::arena || su.buffer < 0 || last_[static_cast<size_t>(u)] != e) continue;
+        Buffer& b = plan.buffers[static_cast<size_t>(su.buffer)];
         const ir::Type &tu = p.type(u), &tv = p.type(v);
         if (tu.kind != tv.kind || tu.size_bytes() != tv.size_bytes() || b.end != e || b.body_of >= 0 ||
             b.scratch_of >= 0 || b.stream_of >= 0 || b.workspace_of >= 0 || b.output_of >= 0 ||
@@ -396,50 +434,70 @@ std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool output
       // Both when the argument is dead before the chain starts. Else whichever saves more: the
       // output's bytes (written into the argument) or the chain's buffer (moved out of the arena);
       // on a tie the donation the caller asked for.
-      int alias = chain ? donated_input_for(p, i, chain->start, options.donated, taken, last) : -1;
+      int alias = chain ? donated_input_for(p, i, chain->start, options_.donated, taken, last_) : -1;
       if (alias < 0) {
-        alias = donated_input_for(p, i, written, options.donated, taken, last);
+        alias = donated_input_for(p, i, written, options_.donated, taken, last_);
         if (alias >= 0 && chain) {
           if (chain->size > p.type(v).size_bytes()) alias = -1;
           else chain = nullptr;
         }
       }
       if (alias >= 0) {
-        plan->output_alias[i] = alias;
+        plan.output_alias[i] = alias;
         taken[static_cast<size_t>(alias)] = 1;
       }
       if (chain) {
         chain->output_of = static_cast<int>(i);
-        for (ir::ValueId w : chain->values) plan->slots[static_cast<size_t>(w)] = plan->slots[static_cast<size_t>(v)];
+        for (ir::ValueId w : chain->values) plan.slots[static_cast<size_t>(w)] = plan.slots[static_cast<size_t>(v)];
       }
     }
   }
 
-  for (int k = 0; k < kNumMemoryKinds; ++k)
-    plan->arena_size[static_cast<size_t>(k)] = pack(plan->buffers, static_cast<MemoryKind>(k));
-  for (size_t b = 0; b < plan->buffers.size(); ++b) {
-    const Buffer& buf = plan->buffers[b];
-    if (buf.output_of >= 0) continue;  // in an output's allocation, not the arena
-    plan->acquire_before[static_cast<size_t>(buf.start)].push_back(static_cast<int>(b));
-    if (buf.end < n) plan->release_after[static_cast<size_t>(buf.end)].push_back(static_cast<int>(b));
-  }
-  // Live bytes per kind at each position (n: after the last equation), and where they peak.
-  std::vector<std::array<int64_t, kNumMemoryKinds>> delta(static_cast<size_t>(n) + 2);
-  for (const Buffer& b : plan->buffers) {
-    if (b.output_of >= 0) continue;
-    delta[static_cast<size_t>(b.start)][kind_index(b.kind)] += b.size;
-    delta[static_cast<size_t>(b.end) + 1][kind_index(b.kind)] -= b.size;
-  }
-  std::array<int64_t, kNumMemoryKinds> live{};
-  for (int t = 0; t <= n; ++t)
-    for (size_t k = 0; k < kNumMemoryKinds; ++k) {
-      live[k] += delta[static_cast<size_t>(t)][k];
-      if (live[k] > plan->peak_live[k]) {
-        plan->peak_live[k] = live[k];
-        plan->peak_position[k] = t;
-      }
+  // Offsets in each kind's arena, and when each buffer is acquired and released.
+  void pack_arenas() {
+    MemoryPlan& plan = *plan_;
+    for (int k = 0; k < kNumMemoryKinds; ++k)
+      plan.arena_size[static_cast<size_t>(k)] = pack(plan.buffers, static_cast<MemoryKind>(k));
+    for (size_t b = 0; b < plan.buffers.size(); ++b) {
+      const Buffer& buf = plan.buffers[b];
+      if (buf.output_of >= 0) continue;  // in an output's allocation, not the arena
+      plan.acquire_before[static_cast<size_t>(buf.start)].push_back(static_cast<int>(b));
+      if (buf.end < n_) plan.release_after[static_cast<size_t>(buf.end)].push_back(static_cast<int>(b));
     }
-  return plan;
+  }
+
+  // Live bytes per kind at each position (n: after the last equation), and where they peak.
+  void find_peaks() {
+    MemoryPlan& plan = *plan_;
+    std::vector<std::array<int64_t, kNumMemoryKinds>> delta(static_cast<size_t>(n_) + 2);
+    for (const Buffer& b : plan.buffers) {
+      if (b.output_of >= 0) continue;
+      delta[static_cast<size_t>(b.start)][kind_index(b.kind)] += b.size;
+      delta[static_cast<size_t>(b.end) + 1][kind_index(b.kind)] -= b.size;
+    }
+    std::array<int64_t, kNumMemoryKinds> live{};
+    for (int t = 0; t <= n_; ++t)
+      for (size_t k = 0; k < kNumMemoryKinds; ++k) {
+        live[k] += delta[static_cast<size_t>(t)][k];
+        if (live[k] > plan.peak_live[k]) {
+          plan.peak_live[k] = live[k];
+          plan.peak_position[k] = t;
+        }
+      }
+  }
+
+  const ir::Program& p_;
+  const bool outputs_external_;
+  const PlanOptions& options_;
+  std::shared_ptr<MemoryPlan> plan_;
+  const int n_;
+  const size_t nv_;
+  std::vector<int> last_;  // per value: its last reader (-1: none)
+};
+
+std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool outputs_external, const Streams* streams,
+                                               const PlanOptions& options) {
+  return Planner(p, outputs_external, options).run(streams);
 }
 
 }  // namespace
