@@ -265,5 +265,33 @@ TEST(ParallelKernels, ThreefryAndDotGiveTheSameBytesForEveryThreadCount) {
   });
 }
 
+TEST(ParallelKernels, GemmCutIntoBlocksIsTheProduct) {
+  // Large enough to be cut: along M (rows of A and C) and along N (columns of B and C), with B
+  // read as stored and through the transpose flag. Checked against a product in double.
+  const Buffer a = random_buffer(DType::f32, {600, 200}), wide = random_buffer(DType::f32, {200, 1500});
+  const Buffer a2 = random_buffer(DType::f32, {300, 200}), wide_t = random_buffer(DType::f32, {1500, 200});
+  struct Case {
+    const Buffer *lhs, *rhs;
+    ir::DotDimensionNumbers dn;
+    int64_t M, N;
+    bool rhs_transposed;
+  };
+  for (const Case& c : {Case{&a, &wide, {{1}, {0}, {}, {}}, 600, 1500, false},
+                        Case{&a2, &wide, {{1}, {0}, {}, {}}, 300, 1500, false},
+                        Case{&a2, &wide_t, {{1}, {1}, {}, {}}, 300, 1500, true}}) {
+    const Buffer y = run1(Primitive::dot_general, ir::DotGeneralParams{c.dn}, {c.lhs, c.rhs}, DType::f32, {c.M, c.N});
+    for (int64_t i = 0; i < c.M; i += 7)
+      for (int64_t j = 0; j < c.N; j += 5) {
+        double want = 0, mag = 0;
+        for (int64_t k = 0; k < 200; ++k) {
+          const double t = c.lhs->get(i * 200 + k) * c.rhs->get(c.rhs_transposed ? j * 200 + k : k * 1500 + j);
+          want += t;
+          mag += std::abs(t);
+        }
+        ASSERT_NEAR(y.get(i * c.N + j), want, 1e-5 * mag) << "M " << c.M << " element " << i << "," << j;
+      }
+  }
+}
+
 }  // namespace
 }  // namespace ferry::kernel_test

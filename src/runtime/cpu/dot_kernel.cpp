@@ -136,13 +136,24 @@ void add_packing(WorkspaceSize& size, const Shape& shape, const Dims64& batch, c
   if (!direct_view<F>(nullptr, shape, batch, outer, inner, rows, cols)) size.add<F>(num_elements(shape));
 }
 
-// Blocks of rows one gemm of M x N x K is cut into: enough that the pool's threads share it, each
-// still a few MFLOP (below that, OpenBLAS's packing of B, repeated per block, costs more than it
-// gains). Fixed by the sizes, not the thread count.
-int64_t gemm_row_blocks(int64_t M, int64_t N, int64_t K) {
-  constexpr int64_t kMinFlops = int64_t{4} << 20, kMaxBlocks = 16, kMinRows = 16;
-  const int64_t by_work = 2 * M * N * K / kMinFlops;
-  return std::clamp<int64_t>(std::min(by_work, M / kMinRows), 1, kMaxBlocks);
+// How one gemm of M x N x K is cut into single-threaded gemms on the pool: along M (each block
+// re-packs all of B, K x N) or along N (each re-packs A, M x K), whichever re-packs less, into at
+// most 4 blocks of at least 32 MFLOP and 32 rows or columns. Packing is memory traffic that
+// OpenBLAS's own threads share and separate calls do not, so the cut stays coarse (16 blocks of
+// 16 rows measured 1.1-1.8x slower on scan_mlp than one threaded gemm). Fixed by the sizes, never
+// the thread count: the bits do not depend on FERRY_NUM_THREADS.
+struct GemmSplit {
+  bool along_n = false;
+  int64_t blocks = 1;
+};
+
+GemmSplit gemm_split(int64_t M, int64_t N, int64_t K) {
+  constexpr int64_t kMinFlops = int64_t{32} << 20, kMaxBlocks = 4, kMinSide = 32;
+  const bool along_n = N > M;
+  const int64_t side = along_n ? N : M;
+  const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
+  const auto by_work = static_cast<int64_t>(std::min(flops / kMinFlops, static_cast<double>(kMaxBlocks)));
+  return {along_n, std::clamp<int64_t>(std::min(by_work, side / kMinSide), 1, kMaxBlocks)};
 }
 
 template <class F>
@@ -156,22 +167,31 @@ void gemm(const Problem& p, const F* lhs, const Shape& ls, const F* rhs, const S
     if (v > INT_MAX)  // OpenBLAS takes 32-bit sizes
       throw Error(ErrorCode::unimplemented,
                   fmt::format("dot_general: a matrix dimension of {} exceeds the CPU backend's BLAS limit", v));
-  // One single-threaded gemm per (batch, block of rows), run on the pool: OpenBLAS's own threads
-  // are off (parallel.cpp). The blocks come from the sizes alone, so the bits do not depend on the
-  // thread count.
-  const int64_t row_blocks = gemm_row_blocks(p.M, p.N, p.K);
-  parallel_for(p.B * row_blocks, 1, [&](int64_t begin, int64_t end) {
+  // One single-threaded gemm per (batch, block), run on the pool: OpenBLAS's own threads are off
+  // (parallel.cpp).
+  const GemmSplit split = gemm_split(p.M, p.N, p.K);
+  const int64_t side = split.along_n ? p.N : p.M;
+  parallel_for(p.B * split.blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t i = t / row_blocks, blk = t % row_blocks;
-      const int64_t m0 = p.M * blk / row_blocks, m1 = p.M * (blk + 1) / row_blocks;
-      const F* ai = a.data + i * a.batch_stride + (a.transposed ? m0 : m0 * a.ld);
+      const int64_t i = t / split.blocks, blk = t % split.blocks;
+      const int64_t s0 = side * blk / split.blocks, s1 = side * (blk + 1) / split.blocks;
+      const F* ai = a.data + i * a.batch_stride;
       const F* bi = b.data + i * b.batch_stride;
-      F* ci = out + i * p.M * p.N + m0 * p.N;
-      const auto rows = static_cast<int>(m1 - m0);
+      F* ci = out + i * p.M * p.N;
+      int m = static_cast<int>(p.M), n = static_cast<int>(p.N);
+      if (split.along_n) {  // columns s0..s1 of op(B) and of C
+        bi += b.transposed ? s0 * b.ld : s0;
+        ci += s0;
+        n = static_cast<int>(s1 - s0);
+      } else {  // rows s0..s1 of op(A) and of C
+        ai += a.transposed ? s0 : s0 * a.ld;
+        ci += s0 * p.N;
+        m = static_cast<int>(s1 - s0);
+      }
       if constexpr (std::is_same_v<F, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, rows, p.N, p.K, 1.0f, ai, a.ld, bi, b.ld, 0.0f, ci, p.N);
+        cblas_sgemm(CblasRowMajor, ta, tb, m, n, p.K, 1.0f, ai, a.ld, bi, b.ld, 0.0f, ci, p.N);
       else
-        cblas_dgemm(CblasRowMajor, ta, tb, rows, p.N, p.K, 1.0, ai, a.ld, bi, b.ld, 0.0, ci, p.N);
+        cblas_dgemm(CblasRowMajor, ta, tb, m, n, p.K, 1.0, ai, a.ld, bi, b.ld, 0.0, ci, p.N);
     }
   });
 }
