@@ -44,17 +44,28 @@ std::optional<MatrixLayout> matrix_layout(std::span<const int64_t> shape, std::s
   }
   const int64_t rows = product(shape, outer), cols = product(shape, inner);
   const std::span<const int64_t> st(strides.data(), shape.size());
-  auto sb = group_stride(shape, st, batch);
   auto so = group_stride(shape, st, outer);
   auto si = group_stride(shape, st, inner);
-  if (!sb || !so || !si) return std::nullopt;
+  if (!so || !si) return std::nullopt;
+  MatrixLayout m;
+  for (int64_t d : batch)
+    if (shape[static_cast<size_t>(d)] != 1) {
+      m.batch_sizes[static_cast<size_t>(m.batch_rank)] = shape[static_cast<size_t>(d)];
+      m.batch_strides[static_cast<size_t>(m.batch_rank)] = strides[static_cast<size_t>(d)];
+      ++m.batch_rank;
+    }
   // Stride 0 marks a one-element group, whose stride does not matter.
   const int64_t o = *so, i = *si;
-  if (i == 0 && o == 0) return MatrixLayout{*sb, false, 1};
-  if (i == 0) return MatrixLayout{*sb, false, o};  // one column
-  if (o == 0) return i == 1 ? MatrixLayout{*sb, false, cols} : MatrixLayout{*sb, true, i};  // one row
-  if (i == 1 && o >= cols) return MatrixLayout{*sb, false, o};
-  if (o == 1 && i >= rows) return MatrixLayout{*sb, true, i};
+  auto with = [&](bool transposed, int64_t ld) {
+    m.transposed = transposed;
+    m.ld = ld;
+    return m;
+  };
+  if (i == 0 && o == 0) return with(false, 1);
+  if (i == 0) return with(false, o);  // one column
+  if (o == 0) return i == 1 ? with(false, cols) : with(true, i);  // one row
+  if (i == 1 && o >= cols) return with(false, o);
+  if (o == 1 && i >= rows) return with(true, i);
   return std::nullopt;
 }
 

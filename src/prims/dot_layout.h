@@ -4,22 +4,38 @@
 // dot_general when the kernel can then read the transpose's operand in place).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
 
+#include "ir/type.h"
+
 namespace ferry::prims {
 
 // The matrix of one operand: `outer` are its rows as the gemm sees them (M for lhs, K for rhs),
-// `inner` its columns, `batch` the batch dimensions; each group in its logical order.
+// `inner` its columns, `batch` the batch dimensions; each group in its logical order. The batch
+// dimensions keep their own strides (a head split [B, T, H, D] read as [B, H] x [T, D] is in place).
 struct MatrixLayout {
-  int64_t batch_stride = 0;  // elements between consecutive matrices
-  bool transposed = false;   // stored cols x rows
-  int64_t ld = 0;            // leading dimension of the stored matrix
+  int batch_rank = 0;  // batch dimensions of more than one element, in the batch group's order
+  std::array<int64_t, ir::kMaxRank> batch_sizes{}, batch_strides{};
+  bool transposed = false;  // stored cols x rows
+  int64_t ld = 0;           // leading dimension of the stored matrix
+
+  // Element offset of matrix i (row-major over the batch dimensions).
+  int64_t batch_offset(int64_t i) const {
+    int64_t off = 0;
+    for (int k = batch_rank; k-- > 0;) {
+      off += i % batch_sizes[static_cast<size_t>(k)] * batch_strides[static_cast<size_t>(k)];
+      i /= batch_sizes[static_cast<size_t>(k)];
+    }
+    return off;
+  }
 };
 
-// The layout of a dense row-major array of `shape` seen so, or nullopt when some group does not
-// flatten to one stride or neither matrix stride is 1 (then the operand must be packed).
+// The layout of a dense row-major array of `shape` seen so, or nullopt when the rows or the
+// columns do not flatten to one stride or neither matrix stride is 1 (then the operand must be
+// packed).
 std::optional<MatrixLayout> matrix_layout(std::span<const int64_t> shape, std::span<const int64_t> batch,
                                           std::span<const int64_t> outer, std::span<const int64_t> inner);
 

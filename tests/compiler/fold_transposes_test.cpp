@@ -47,6 +47,21 @@ TEST(FoldTransposes, BatchedRhsTransposeOfAttentionScores) {
             "}\n");
 }
 
+TEST(FoldTransposes, HeadSplitGoesIntoTheBatchStrides) {
+  // q [B, T, H, D] split into heads [B, H, T, D]: the batch group (B, H) keeps two strides, the
+  // rows T and columns D each have one, so the kernel reads q in place.
+  EXPECT_EQ(run("program @main(%0: f32[2,5,4,3], %1: f32[2,4,5,3]) {\n"
+                "  %2 = transpose[permutation=[0,2,1,3]] %0 : f32[2,4,5,3]\n"
+                "  %3 = dot_general[lhs_contracting=[3], rhs_contracting=[3], lhs_batch=[0,1], rhs_batch=[0,1]] %2, %1 : f32[2,4,5,5]\n"
+                "  return %3\n"
+                "}\n",
+                true),
+            "program @main(%0: f32[2,5,4,3], %1: f32[2,4,5,3]) {\n"
+            "  %2 = dot_general[lhs_contracting=[3], rhs_contracting=[3], lhs_batch=[0,2], rhs_batch=[0,1]] %0, %1 : f32[2,4,5,5]\n"
+            "  return %2\n"
+            "}\n");
+}
+
 TEST(FoldTransposes, TwoDotsShareOneTranspose) {
   EXPECT_EQ(run("program @main(%0: f32[6,4], %1: f32[6,2], %2: f32[3,4]) {\n"
                 "  %3 = transpose[permutation=[1,0]] %0 : f32[4,6]\n"

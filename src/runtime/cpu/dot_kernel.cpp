@@ -3,9 +3,10 @@
 // dimension numbers and the operand give them). The result is [batch..., lhs free..., rhs free...],
 // i.e. dense [B, M, N].
 //
-// f32 and f64 call OpenBLAS gemm once per batch. An operand is used in place when each group of its
-// dimensions flattens to one stride and one of the two matrix strides is 1 (a transpose flag covers
-// [K, M] and [N, K]); otherwise it is first packed into a dense [B, M, K] or [B, K, N] copy.
+// f32 and f64 call OpenBLAS gemm once per batch (and block, see gemm_split). An operand is used in
+// place when its rows and its columns each flatten to one stride and one of the two is 1 (a
+// transpose flag covers [K, M] and [N, K]); batch dimensions keep their own strides. Otherwise it
+// is first packed into a dense [B, M, K] or [B, K, N] copy.
 // f16 and bf16 are widened to f32, multiplied by sgemm (accumulating in float) and rounded once.
 // i32 (wrapping) and bool (or of ands) use a cache-blocked loop over packed operands.
 //
@@ -91,9 +92,10 @@ Problem problem_of(const ir::Equation& eq, const ir::Type& lhs, const ir::Type& 
 // One operand as a batch of row-major matrices: rows x cols, or transposed (stored cols x rows).
 template <class F> struct MatrixView {
   const F* data = nullptr;
-  int64_t batch_stride = 0;
-  bool transposed = false;
-  int64_t ld = 0;
+  prims::MatrixLayout layout;
+  bool transposed() const { return layout.transposed; }
+  int64_t ld() const { return layout.ld; }
+  const F* matrix(int64_t i) const { return data + layout.batch_offset(i); }
 };
 
 // How an operand is read: in place (prims::matrix_layout), or (nullopt) packed first. `outer`
@@ -103,7 +105,7 @@ std::optional<MatrixView<F>> direct_view(const F* data, const Shape& shape, cons
                                          const Dims64& inner, int64_t, int64_t) {
   const auto layout = prims::matrix_layout(shape, batch, outer, inner);
   if (!layout) return std::nullopt;
-  return MatrixView<F>{data, layout->batch_stride, layout->transposed, layout->ld};
+  return MatrixView<F>{data, *layout};
 }
 
 // The operand in place, or packed into dense [batch, rows, cols] in the workspace.
@@ -126,7 +128,12 @@ MatrixView<F> view_or_pack(const F* data, const Shape& shape, const Dims64& batc
   dense_strides(sizes, dst);
   F* packed = workspace.take<F>(n);
   strided_copy(sizeof(F), sizes, packed, dst, data, src);
-  return {packed, rows * cols, false, std::max<int64_t>(1, cols)};
+  MatrixView<F> view{packed, {}};
+  view.layout.batch_rank = 1;
+  view.layout.batch_sizes[0] = std::max<int64_t>(1, n / std::max<int64_t>(1, rows * cols));
+  view.layout.batch_strides[0] = rows * cols;
+  view.layout.ld = std::max<int64_t>(1, cols);
+  return view;
 }
 
 // The workspace view_or_pack takes for an operand of this shape.
@@ -160,10 +167,10 @@ template <class F>
 void gemm(const Problem& p, const F* lhs, const Shape& ls, const F* rhs, const Shape& rs, F* out, Workspace& workspace) {
   const auto a = view_or_pack(lhs, ls, p.lhs.batch, p.lhs.free, p.lhs.contracting, p.M, p.K, workspace);
   const auto b = view_or_pack(rhs, rs, p.rhs.batch, p.rhs.contracting, p.rhs.free, p.K, p.N, workspace);
-  const auto ta = a.transposed ? CblasTrans : CblasNoTrans;
-  const auto tb = b.transposed ? CblasTrans : CblasNoTrans;
+  const auto ta = a.transposed() ? CblasTrans : CblasNoTrans;
+  const auto tb = b.transposed() ? CblasTrans : CblasNoTrans;
   num_threads();  // makes the pool before the first BLAS call: that turns OpenBLAS's threads off
-  for (int64_t v : {p.M, p.N, p.K, a.ld, b.ld})
+  for (int64_t v : {p.M, p.N, p.K, a.ld(), b.ld()})
     if (v > INT_MAX)  // OpenBLAS takes 32-bit sizes
       throw Error(ErrorCode::unimplemented,
                   fmt::format("dot_general: a matrix dimension of {} exceeds the CPU backend's BLAS limit", v));
@@ -175,23 +182,23 @@ void gemm(const Problem& p, const F* lhs, const Shape& ls, const F* rhs, const S
     for (int64_t t = begin; t < end; ++t) {
       const int64_t i = t / split.blocks, blk = t % split.blocks;
       const int64_t s0 = side * blk / split.blocks, s1 = side * (blk + 1) / split.blocks;
-      const F* ai = a.data + i * a.batch_stride;
-      const F* bi = b.data + i * b.batch_stride;
+      const F* ai = a.matrix(i);
+      const F* bi = b.matrix(i);
       F* ci = out + i * p.M * p.N;
       int m = static_cast<int>(p.M), n = static_cast<int>(p.N);
       if (split.along_n) {  // columns s0..s1 of op(B) and of C
-        bi += b.transposed ? s0 * b.ld : s0;
+        bi += b.transposed() ? s0 * b.ld() : s0;
         ci += s0;
         n = static_cast<int>(s1 - s0);
       } else {  // rows s0..s1 of op(A) and of C
-        ai += a.transposed ? s0 : s0 * a.ld;
+        ai += a.transposed() ? s0 : s0 * a.ld();
         ci += s0 * p.N;
         m = static_cast<int>(s1 - s0);
       }
       if constexpr (std::is_same_v<F, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, m, n, p.K, 1.0f, ai, a.ld, bi, b.ld, 0.0f, ci, p.N);
+        cblas_sgemm(CblasRowMajor, ta, tb, m, n, p.K, 1.0f, ai, a.ld(), bi, b.ld(), 0.0f, ci, p.N);
       else
-        cblas_dgemm(CblasRowMajor, ta, tb, m, n, p.K, 1.0, ai, a.ld, bi, b.ld, 0.0, ci, p.N);
+        cblas_dgemm(CblasRowMajor, ta, tb, m, n, p.K, 1.0, ai, a.ld(), bi, b.ld(), 0.0, ci, p.N);
     }
   });
 }
@@ -208,10 +215,10 @@ void loop_dot(const Problem& p, const T* lhs, const Shape& ls, const T* rhs, con
   const auto b = view_or_pack(rhs, rs, p.rhs.batch, p.rhs.contracting, p.rhs.free, p.K, p.N, workspace);
   constexpr int64_t kBlockN = 256, kBlockK = 32;
   std::fill_n(out, p.B * p.M * p.N, T(0));
-  const int64_t b_row = b.transposed ? 1 : b.ld, b_col = b.transposed ? b.ld : 1;  // strides of op(B)
+  const int64_t b_row = b.transposed() ? 1 : b.ld(), b_col = b.transposed() ? b.ld() : 1;  // strides of op(B)
   for (int64_t bi = 0; bi < p.B; ++bi) {
-    const T* A0 = a.data + bi * a.batch_stride;
-    const T* B0 = b.data + bi * b.batch_stride;
+    const T* A0 = a.matrix(bi);
+    const T* B0 = b.matrix(bi);
     U* C0 = reinterpret_cast<U*>(out) + bi * p.M * p.N;
     for (int64_t n0 = 0; n0 < p.N; n0 += kBlockN) {
       const int64_t nb = std::min(kBlockN, p.N - n0);
@@ -220,7 +227,7 @@ void loop_dot(const Problem& p, const T* lhs, const Shape& ls, const T* rhs, con
         for (int64_t m = 0; m < p.M; ++m) {
           U* crow = C0 + m * p.N + n0;
           for (int64_t k = k0; k < k1; ++k) {
-            const U x = static_cast<U>(a.transposed ? A0[k * a.ld + m] : A0[m * a.ld + k]);
+            const U x = static_cast<U>(a.transposed() ? A0[k * a.ld() + m] : A0[m * a.ld() + k]);
             if (x == 0) continue;
             const T* brow = B0 + k * b_row + n0 * b_col;
             if constexpr (kBool) {
