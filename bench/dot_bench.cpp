@@ -52,7 +52,7 @@ void BM_FerryKernel(benchmark::State& state) {
   const runtime::KernelFn fn = runtime::cpu::kernel(Primitive::dot_general);
   runtime::Workspace none;  // dense f32 operands are read in place
   for (auto _ : state) {
-    fn(eq, std::span<const ferry::runtime::ConstView>(in), std::span<const ferry::runtime::MutView>(res), none);
+    fn(eq, std::span<const ferry::runtime::ConstView>(in), std::span<const ferry::runtime::MutView>(res), none, {});
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian machine for ferry: installs the Debian packages it needs (only those
-# missing), then configures and builds everything into build/. Safe to run again.
+# missing), then configures and builds everything into build/. Safe to run again. Where the CUDA
+# toolkit is installed (nvcc on the PATH or in /usr/local/cuda; NVIDIA's packages, not Debian's),
+# the build includes the CUDA backend; elsewhere it is left out and everything else works.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "byte_size.h"
 #include "demo.h"
@@ -86,8 +87,9 @@ std::string read_file(const std::string& path) {
 }
 
 // The device limit: --device-memory-limit, else FERRY_DEVICE_MEMORY_LIMIT, else none.
-fy::CompileOptions compile_options(int64_t flag_limit) {
+fy::CompileOptions compile_options(int64_t flag_limit, const std::string& backend) {
   fy::CompileOptions options;
+  options.backend = backend;
   options.device_memory_limit = flag_limit;
   if (flag_limit == 0)
     if (const char* env = std::getenv("FERRY_DEVICE_MEMORY_LIMIT")) {
@@ -102,8 +104,8 @@ fy::CompileOptions compile_options(int64_t flag_limit) {
 }
 
 // The compiled program first: the report names its equations by the %ids printed there.
-int memory(const std::string& path, int64_t limit) {
-  fy::Compiled compiled = fy::parse_program(read_file(path)).compile(compile_options(limit));
+int memory(const std::string& path, int64_t limit, const std::string& backend) {
+  fy::Compiled compiled = fy::parse_program(read_file(path)).compile(compile_options(limit, backend));
   fmt::print("== the compiled program ==\n{}\n{}", compiled.as_text(), compiled.memory_report());
   return 0;
 }
@@ -114,17 +116,20 @@ int check(const std::string& path) {
   return 0;
 }
 
-int run(const std::string& path, int64_t limit) {
+int run(const std::string& path, int64_t limit, const std::string& backend) {
   fy::Lowered lowered = fy::parse_program(read_file(path));
-  fy::Compiled compiled = lowered.compile(compile_options(limit));
-  // Every input filled with ones of its type, in its memory kind.
+  fy::Compiled compiled = lowered.compile(compile_options(limit, backend));
+  // Every input filled with ones of its type, in its memory kind, on the backend.
   std::vector<fy::Array> args;
-  for (const auto& spec : compiled.input_specs()) args.push_back(fy::ones(spec.shape, spec.dtype, spec.kind));
+  for (const auto& spec : compiled.input_specs())
+    args.push_back(fy::ones(spec.shape, spec.dtype, spec.kind).to_backend(backend));
   std::vector<fy::Array> out = compiled.run(args);
   for (size_t i = 0; i < out.size(); ++i) fmt::print("output {}: {}\n", i, out[i].to_string());
   fy::ExecutionStats stats = compiled.execution_stats();
   fmt::print("device high-water {} bytes (planned {}), host high-water {} bytes\n", stats.device_high_water_bytes,
              compiled.memory_analysis().peak_memory_in_bytes, stats.host_high_water_bytes);
+  if (stats.device_used_bytes > 0)
+    fmt::print("the GPU's own count (cudaMemGetInfo) at the end of the run: {} bytes in use\n", stats.device_used_bytes);
   return 0;
 }
 
@@ -151,9 +156,14 @@ int main(int argc, char** argv) {
   run_cmd->add_option("file", path, "IR text file")->required();
   auto* memory_cmd = app.add_subcommand("memory", "compile IR text and print its memory plan");
   memory_cmd->add_option("file", path, "IR text file")->required();
-  for (auto* cmd : {run_cmd, memory_cmd})
+  std::string backend = "cpu";
+  for (auto* cmd : {run_cmd, memory_cmd}) {
     cmd->add_option("--device-memory-limit", limit,
-                    "device bytes the plan may use (0: none; default from FERRY_DEVICE_MEMORY_LIMIT)");
+                    "device bytes the plan may use (0: none, or on a GPU its free memory; default from "
+                    "FERRY_DEVICE_MEMORY_LIMIT)");
+    cmd->add_option("--backend", backend,
+                    fmt::format("where the program runs: {}", fmt::join(fy::built_backends(), " or ")));
+  }
   ferry::tools::ExplainOptions explain_options;
   std::string explain_limit = "0";
   auto* explain_cmd = app.add_subcommand(
@@ -180,8 +190,8 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("calibrate")) return ferry::tools::run_calibrate(calibrate_repeats);
     if (app.got_subcommand("mlp")) return run_mlp_demo_impl();
     if (app.got_subcommand("check")) return check(path);
-    if (app.got_subcommand("run")) return run(path, limit);
-    if (app.got_subcommand("memory")) return memory(path, limit);
+    if (app.got_subcommand("run")) return run(path, limit, backend);
+    if (app.got_subcommand("memory")) return memory(path, limit, backend);
   } catch (const fy::Error& e) {
     fmt::print(stderr, "ferry: {}\n", e.what());
     return 1;

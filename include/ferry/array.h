@@ -32,6 +32,7 @@ class Array {
   }
   // A rank-0 array.
   template <class T> static Array scalar(T value) { return from(std::vector<T>{value}, {}); }
+  // Arrays made here live on the "cpu" backend; to_backend() copies one to another backend.
   static Array from_bytes(const void* data, size_t bytes, DType dtype, Shape shape,
                           MemoryKind kind = MemoryKind::device);
   // Zero-filled storage of the given type.
@@ -50,6 +51,14 @@ class Array {
   MemoryKind memory_kind() const { return kind_; }
   int64_t size() const { return num_elements(shape_); }
   size_t nbytes() const { return static_cast<size_t>(size()) * dtype_size(dtype_); }
+  // The backend whose memory holds the bytes ("cpu", or "cuda" for a CUDA program's outputs). A
+  // compiled program takes arguments of its own backend only (INVALID_ARGUMENT otherwise).
+  std::string_view backend() const;
+  // A copy of this array (same type and memory kind) on the named backend (UNIMPLEMENTED where this
+  // build or machine lacks it).
+  Array to_backend(std::string_view backend) const;
+  // The bytes where they live: host memory on the "cpu" backend, but a device address for a "cuda"
+  // array of kind device. to_vector(), to_string() and equals() read any backend's arrays.
   const void* data() const;
   void* mutable_data();
   // The buffer itself (shared by copies of this Array), for the runtime.
@@ -58,6 +67,7 @@ class Array {
   // The elements, row-major. T must store the array's dtype exactly; f16 and bf16 arrays may also
   // be read as float. Anything else is INVALID_ARGUMENT.
   template <class T> std::vector<T> to_vector() const {
+    if (!host_readable()) return host_copy().template to_vector<T>();
     if constexpr (std::is_same_v<T, bool>) {
       check_read(DType::boolean);
       auto* p = static_cast<const unsigned char*>(data());
@@ -78,6 +88,9 @@ class Array {
 
  private:
   void check_read(DType requested) const;
+  // Whether the host can read data() directly; host_copy() is this array, or a CPU copy of it.
+  bool host_readable() const;
+  Array host_copy() const;
   void check_not_donated(std::string_view what) const;
   std::vector<float> half_to_floats() const;
   template <class T> std::vector<T> as_floats_impl() const {

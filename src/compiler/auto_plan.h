@@ -22,7 +22,7 @@
 
 #include "compiler/auto_problem.h"
 #include "compiler/memory_plan.h"
-#include "ferry/jit.h"
+#include "ferry/options.h"
 #include "ir/program.h"
 
 namespace ferry::compiler {

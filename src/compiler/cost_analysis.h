@@ -2,7 +2,7 @@
 // bytes copied between memory kinds (scan bodies once per step).
 #pragma once
 
-#include "ferry/jit.h"
+#include "ferry/options.h"
 #include "ir/program.h"
 
 namespace ferry::compiler {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "compiler/memory_plan.h"
-#include "ferry/jit.h"
+#include "ferry/options.h"
 #include "ir/program.h"
 
 namespace ferry::compiler {

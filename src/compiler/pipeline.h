@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "compiler/memory_plan.h"
-#include "ferry/jit.h"
+#include "ferry/options.h"
 #include "ir/program.h"
 
 namespace ferry::compiler {

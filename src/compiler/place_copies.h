@@ -8,7 +8,7 @@
 // The memory plan then accounts for every in-flight buffer on both kinds.
 #pragma once
 
-#include "ferry/jit.h"
+#include "ferry/options.h"
 #include "ir/program.h"
 
 namespace ferry::compiler {

@@ -10,7 +10,7 @@
 // counted once per step; so is a checkpoint's body.
 #pragma once
 
-#include "ferry/jit.h"
+#include "ferry/options.h"
 #include "ir/program.h"
 #include "prims/registry.h"
 

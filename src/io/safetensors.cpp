@@ -22,6 +22,9 @@ namespace {
 
 using json = nlohmann::json;
 
+// The array's bytes where the host can read them: itself on the CPU backend, else a CPU copy.
+Array on_host(const Array& a) { return a.backend() == "cpu" ? a : a.to_backend("cpu"); }
+
 void check_bools(const Array& a, const std::string& name) {
   const auto* p = static_cast<const unsigned char*>(a.data());
   for (int64_t i = 0; i < a.size(); ++i)
@@ -114,7 +117,7 @@ std::string to_safetensors(const NamedArrays& arrays, const Metadata& metadata) 
   auto [header, order] = layout(arrays, metadata);
   std::string out = length_prefix(header.size()) + header;
   for (const auto* entry : order) {
-    const Array& a = entry->second;
+    const Array a = on_host(entry->second);
     out.append(static_cast<const char*>(a.data()), a.nbytes());
   }
   return out;
@@ -147,7 +150,7 @@ void save(const std::string& path, const NamedArrays& arrays, const Metadata& me
     out.write(prefix.data(), 8);
     out.write(header.data(), static_cast<std::streamsize>(header.size()));
     for (const auto* entry : order) {
-      const Array& a = entry->second;
+      const Array a = on_host(entry->second);
       out.write(static_cast<const char*>(a.data()), static_cast<std::streamsize>(a.nbytes()));
     }
     out.flush();

@@ -30,32 +30,30 @@ Arenas::Arenas(size_t max_live) {
   for (auto& live : live_) live.reserve(max_live);
 }
 
-void Arenas::open(const std::array<int64_t, kNumKinds>& sizes, Tally* tally, bool checked) {
+void Arenas::open(const std::array<char*, kNumKinds>& bases, const std::array<int64_t, kNumKinds>& sizes, Backend& backend,
+                  bool checked) {
   close();
-  tally_ = tally;
+  backend_ = &backend;
   checked_ = checked;
+  base_ = bases;
   size_ = sizes;
   open_ = true;
   for (size_t k = 0; k < kNumKinds; ++k) {
     live_[k].clear();
     live_bytes_[k] = 0;
-    base_[k] = nullptr;
-  }
-  for (size_t k = 0; k < kNumKinds; ++k) {
+    host_[k] = backend.memory(static_cast<MemoryKind>(k)).host_accessible();
     const auto bytes = static_cast<size_t>(sizes[k]);
-    base_[k] = static_cast<char*>(allocate(static_cast<MemoryKind>(k), bytes, tally));  // close() frees on failure
-    if (checked_ && bytes) std::memset(base_[k], kPoisonByte, bytes);
-    if (bytes) FERRY_POISON(base_[k], bytes);
+    if (!bytes) continue;
+    if (checked_) backend.fill(base_[k], static_cast<MemoryKind>(k), kPoisonByte, bytes, backend.compute_stream());
+    if (host_[k]) FERRY_POISON(base_[k], bytes);
   }
 }
 
 void Arenas::close() {
   if (!open_) return;
   for (size_t k = 0; k < kNumKinds; ++k) {
-    if (base_[k] == nullptr) continue;
     const auto bytes = static_cast<size_t>(size_[k]);
-    if (bytes) FERRY_UNPOISON(base_[k], bytes);
-    deallocate(static_cast<MemoryKind>(k), base_[k], bytes, tally_);
+    if (bytes && host_[k]) FERRY_UNPOISON(base_[k], bytes);
     base_[k] = nullptr;
   }
   open_ = false;
@@ -79,7 +77,7 @@ void Arenas::acquire(MemoryKind k, int64_t offset, int64_t bytes) {
   if (live.size() == live.capacity())
     throw Error(ErrorCode::internal, fmt::format("memory plan: more than {} buffers live at once", live.capacity()));
   live.insert(next, {offset, end});
-  FERRY_UNPOISON(base_[i] + offset, static_cast<size_t>(bytes));
+  if (host_[i]) FERRY_UNPOISON(base_[i] + offset, static_cast<size_t>(bytes));
   live_bytes_[i] += bytes;
   if (timeline_) timeline_->live_bytes(k, live_bytes_[i], now_seconds());
 }
@@ -93,8 +91,8 @@ void Arenas::release(MemoryKind k, int64_t offset, int64_t bytes) {
     throw Error(ErrorCode::internal, fmt::format("memory plan: releasing [{}, {}) of {} that is not live", offset,
                                                  offset + bytes, memory_kind_name(k)));
   live.erase(it);
-  if (checked_) std::memset(base_[i] + offset, kPoisonByte, static_cast<size_t>(bytes));
-  FERRY_POISON(base_[i] + offset, static_cast<size_t>(bytes));
+  if (checked_) backend_->fill(base_[i] + offset, k, kPoisonByte, static_cast<size_t>(bytes), backend_->compute_stream());
+  if (host_[i]) FERRY_POISON(base_[i] + offset, static_cast<size_t>(bytes));
   live_bytes_[i] -= bytes;
   if (timeline_) timeline_->live_bytes(k, live_bytes_[i], now_seconds());
 }

@@ -1,12 +1,12 @@
-// Arenas: one block of memory per memory kind for a run's temporaries, exactly the planned size,
-// allocated from the kind's memory resource (so the run's tally counts it) when the run starts and
-// given back when it ends; and a tracker that checks the plan while it runs: every buffer taken
-// must lie inside its arena and overlap no buffer still live (INTERNAL otherwise).
+// Arenas: the plan's checks on a run's arenas (one block per memory kind, exactly the planned size,
+// which the executable allocates from its backend's memory resources): every buffer taken must lie
+// inside its arena and overlap no buffer still live (INTERNAL otherwise).
 //
 // Liveness is enforced, not assumed: a byte outside every live buffer is poisoned for
 // AddressSanitizer (ASAN_POISON_MEMORY_REGION) in sanitizer builds, so a kernel touching a buffer
 // before it is taken or after it is released is an ASan report; in checked mode it also holds the
-// poison pattern (0xFF bytes: NaN in every float dtype), so reading it changes results.
+// poison pattern (0xFF bytes: NaN in every float dtype), so reading it changes results. The fills
+// are the backend's (on its compute stream); ASan poisoning applies to host-accessible kinds only.
 #pragma once
 
 #include <array>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ferry/types.h"
+#include "runtime/backend.h"
 #include "runtime/memory_resource.h"
 #include "runtime/timeline.h"
 
@@ -31,9 +32,11 @@ class Arenas {
   Arenas(const Arenas&) = delete;
   Arenas& operator=(const Arenas&) = delete;
 
-  // Allocates the arenas (sizes[k] bytes of kind k), counted in `tally`, every byte poisoned.
-  void open(const std::array<int64_t, kNumKinds>& sizes, Tally* tally, bool checked);
-  // Gives them back (nothing when none are open).
+  // Starts checking the arenas at `bases` (sizes[k] bytes of kind k, from `backend`), every byte
+  // poisoned (and, when `checked`, filled with the poison pattern).
+  void open(const std::array<char*, kNumKinds>& bases, const std::array<int64_t, kNumKinds>& sizes, Backend& backend,
+            bool checked);
+  // Stops (nothing when none are open); the bytes are the caller's to give back.
   void close();
 
   char* base(MemoryKind k) const { return base_[static_cast<size_t>(k)]; }
@@ -48,7 +51,8 @@ class Arenas {
  private:
   std::array<char*, kNumKinds> base_{};
   std::array<int64_t, kNumKinds> size_{};
-  Tally* tally_ = nullptr;
+  Backend* backend_ = nullptr;
+  std::array<bool, kNumKinds> host_{};  // ASan may poison it
   bool open_ = false, checked_ = false;
   std::array<std::vector<std::pair<int64_t, int64_t>>, kNumKinds> live_;  // [offset, end), sorted
   std::array<int64_t, kNumKinds> live_bytes_{};

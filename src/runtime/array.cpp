@@ -6,25 +6,37 @@
 
 #include "ferry/array.h"
 #include "ir/type.h"
+#include "runtime/backend.h"
 #include "runtime/storage.h"
 
 namespace ferry {
 
 namespace detail {
-std::shared_ptr<Storage> Storage::allocate(size_t bytes, MemoryKind kind, bool zero, runtime::Tally* tally) {
+std::shared_ptr<Storage> Storage::allocate(size_t bytes, MemoryKind kind, runtime::Backend& backend, bool zero,
+                                           runtime::Tally* tally) {
   auto s = std::make_shared<Storage>();
-  s->data = runtime::allocate(kind, bytes, tally);
+  s->data = backend.memory(kind).allocate(bytes, tally);
   s->bytes = bytes;
   s->kind = kind;
-  if (zero && bytes) std::memset(s->data, 0, bytes);
+  s->backend = &backend;
+  if (zero && bytes) {
+    if (s->host_accessible()) {
+      std::memset(s->data, 0, bytes);
+    } else {
+      const runtime::Stream stream = backend.compute_stream();
+      backend.fill(s->data, kind, 0, bytes, stream);
+      backend.synchronize(stream);
+    }
+  }
   return s;
 }
 
-std::shared_ptr<Storage> Storage::adopt(void* data, size_t bytes, MemoryKind kind) {
+std::shared_ptr<Storage> Storage::adopt(void* data, size_t bytes, MemoryKind kind, runtime::Backend& backend) {
   auto s = std::make_shared<Storage>();
   s->data = data;
   s->bytes = bytes;
   s->kind = kind;
+  s->backend = &backend;
   return s;
 }
 }  // namespace detail
@@ -60,14 +72,41 @@ Array Array::from_bytes(const void* data, size_t bytes, DType dtype, Shape shape
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("Array::from: the data pointer is null but {} bytes were given for shape {}", bytes,
                             shape_string(shape)));
-  auto s = detail::Storage::allocate(bytes, kind, false);
+  runtime::Backend& cpu = runtime::cpu_backend();
+  auto s = detail::Storage::allocate(bytes, kind, cpu, false);
   if (bytes) std::memcpy(s->data, data, bytes);
   return Array(std::move(s), dtype, std::move(shape), kind);
 }
 
+std::string_view Array::backend() const { return storage_ && storage_->backend ? storage_->backend->name() : "cpu"; }
+
+Array Array::to_backend(std::string_view name) const {
+  if (!defined()) throw Error(ErrorCode::invalid_argument, "Array::to_backend: the Array is empty");
+  check_not_donated("Array::to_backend");
+  runtime::Backend& to = runtime::backend(name);
+  runtime::Backend& from = *storage_->backend;
+  auto s = detail::Storage::allocate(nbytes(), kind_, to, false);
+  if (nbytes()) {
+    // The backend that is not the CPU knows how to reach host memory; CPU to CPU is a memcpy.
+    runtime::Backend& mover = to.name() != "cpu" ? to : from;
+    const runtime::Stream stream = mover.compute_stream();
+    mover.copy(s->data, storage_->data, nbytes(), stream);
+    mover.synchronize(stream);
+  }
+  return Array(std::move(s), dtype_, shape_, kind_);
+}
+
+bool Array::host_readable() const { return !storage_ || storage_->host_accessible(); }
+
+Array Array::host_copy() const {
+  if (!storage_ || storage_->host_accessible()) return *this;
+  return to_backend("cpu");
+}
+
 Array Array::allocate(DType dtype, Shape shape, MemoryKind kind) {
   check_shape(shape, dtype, kind, "Array::allocate");
-  auto s = detail::Storage::allocate(static_cast<size_t>(num_elements(shape)) * dtype_size(dtype), kind, true);
+  auto s = detail::Storage::allocate(static_cast<size_t>(num_elements(shape)) * dtype_size(dtype), kind,
+                                     runtime::cpu_backend(), true);
   return Array(std::move(s), dtype, std::move(shape), kind);
 }
 
@@ -98,6 +137,7 @@ void Array::check_read(DType requested) const {
 }
 
 std::vector<float> Array::half_to_floats() const {
+  if (storage_ && !storage_->host_accessible()) return host_copy().half_to_floats();
   std::vector<float> out(static_cast<size_t>(size()));
   auto* p = static_cast<const uint16_t*>(data());
   for (size_t i = 0; i < out.size(); ++i) {
@@ -140,6 +180,7 @@ std::string element_string(const Array& a, int64_t i) {
 std::string Array::to_string(int64_t max_elements) const {
   if (!defined()) return "Array(empty)";
   check_not_donated("Array::to_string");
+  if (!storage_->host_accessible()) return host_copy().to_string(max_elements);
   std::string out = fmt::format("{}{{{}}} ", type_string(dtype_, shape_), memory_kind_name(kind_));
   int64_t n = size();
   if (shape_.empty()) return out + element_string(*this, 0);
@@ -178,6 +219,7 @@ std::string Array::to_string(int64_t max_elements) const {
 bool Array::equals(const Array& other) const {
   if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
   if (!defined() || !other.defined()) return defined() == other.defined();
+  if (!storage_->host_accessible() || !other.storage_->host_accessible()) return host_copy().equals(other.host_copy());
   return std::memcmp(data(), other.data(), nbytes()) == 0;
 }
 

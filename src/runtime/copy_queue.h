@@ -1,5 +1,5 @@
-// The copy queue: a thread that runs memory-kind copies in order, so they overlap with compute on
-// the calling thread. copy_start enqueues, copy_done waits for its ticket. Pending copies wait in a
+// The copy queue: the CPU backend's copy engine (runtime/backend.h), a thread that runs memory-kind
+// copies in order, so they overlap with compute on the calling thread. copy_start enqueues, copy_done waits for its ticket. Pending copies wait in a
 // ring of fixed capacity made with the queue (enqueue blocks while it is full), so a run's copies
 // never allocate.
 #pragma once
@@ -12,24 +12,30 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/backend.h"
+
 namespace ferry::runtime {
 
-class CopyQueue {
+class CopyQueue final : public CopyEngine {
  public:
   // Called on the copy thread around each copy (for timelines), with steady-clock seconds.
-  using Observer = std::function<void(uint64_t ticket, size_t bytes, double begin, double end)>;
+  using Observer = CopyEngine::Observer;
 
   explicit CopyQueue(size_t capacity = 256);
-  ~CopyQueue();
+  ~CopyQueue() override;
   CopyQueue(const CopyQueue&) = delete;
   CopyQueue& operator=(const CopyQueue&) = delete;
 
   uint64_t enqueue(void* dst, const void* src, size_t bytes, Observer observer = nullptr);
+  // Every memory kind is host RAM here: the kinds change nothing.
+  uint64_t enqueue(void* dst, MemoryKind, const void* src, MemoryKind, size_t bytes, Observer observer) override {
+    return enqueue(dst, src, bytes, std::move(observer));
+  }
   // Blocks until the copy with this ticket (and every earlier one) has finished.
-  void wait(uint64_t ticket);
+  void wait(uint64_t ticket) override;
   // Blocks until every copy enqueued so far has finished: a run that stops early (an error) must
   // not free memory a copy still reads or writes.
-  void drain();
+  void drain() override;
 
  private:
   struct Task {

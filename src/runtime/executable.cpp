@@ -7,7 +7,6 @@
 
 #include "ferry/error.h"
 #include "runtime/copy_queue.h"
-#include "runtime/cpu/kernels.h"
 #include "runtime/memory_resource.h"
 #include "runtime/storage.h"
 
@@ -30,8 +29,10 @@ struct Executable::State {
     std::vector<std::array<uint64_t, 2>> fetch, store;
   };
   std::vector<Body> bodies;
-  // Top level only: the arenas (the tracker's room reserved), the call's frame, its outputs.
+  // Top level only: the arenas' checks (the tracker's room reserved) and their memory, the call's
+  // frame, its outputs.
   std::unique_ptr<Arenas> arenas;
+  std::array<char*, kNumKinds> arena_base{};
   Frame top;
   std::vector<std::shared_ptr<detail::Storage>> owned;
 };
@@ -44,10 +45,8 @@ struct Executable::StateCache {
 
 Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_ptr<const compiler::MemoryPlan> plan,
                        const std::string& backend, Options options)
-    : program_(std::move(program)), plan_(std::move(plan)), options_(std::move(options)),
-      cache_(std::make_shared<StateCache>()) {
-  if (backend != "cpu")
-    throw Error(ErrorCode::unimplemented, fmt::format("backend \"{}\" is not available; this build has \"cpu\"", backend));
+    : program_(std::move(program)), plan_(std::move(plan)), backend_(&runtime::backend(backend)),
+      options_(std::move(options)), cache_(std::make_shared<StateCache>()) {
   const ir::Program& p = *program_;
   for (size_t i = 0; i < p.outputs.size(); ++i) {
     const Slot& s = plan_->slots[static_cast<size_t>(p.outputs[i])];
@@ -67,9 +66,10 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_p
       continue;
     }
     if (eq.prim == Primitive::copy_start || eq.prim == Primitive::copy_done) continue;  // the copy queue's
-    kernels_[e] = cpu::kernel(eq.prim);
+    kernels_[e] = backend_->kernel(eq.prim);
     if (kernels_[e] == nullptr || !eq.subprograms.empty())
-      throw Error(ErrorCode::unimplemented, fmt::format("the cpu backend has no kernel for {}", primitive_name(eq.prim)));
+      throw Error(ErrorCode::unimplemented,
+                  fmt::format("the {} backend has no kernel for {}", backend_->name(), primitive_name(eq.prim)));
   }
 }
 
@@ -129,6 +129,7 @@ void Executable::enter_body(size_t e, const Frame& f, Frame& body) const {
   body.arenas = f.arenas;
   body.stats = f.stats;
   body.copies = f.copies;
+  body.stream = f.stream;
   body.timeline = f.timeline;
   const compiler::BodyPlan& bp = *plan_->bodies[e];
   for (size_t k = 0; k < kNumKinds; ++k) {
@@ -164,7 +165,14 @@ void Executable::run_while(size_t e, const Frame& f, State& st) const {
   }
   for (size_t j = nc; j < eq.inputs.size(); ++j) step.inputs[j] = address(f, eq.inputs[j]);
   bool to_output = true;
-  while (*static_cast<const bool*>(b.carry[0])) {
+  // The predicate is read on the host: after the stream has computed it.
+  auto predicate = [&] {
+    bool value = false;
+    backend_->copy(&value, b.carry[0], 1, f.stream);
+    backend_->synchronize(f.stream);
+    return value;
+  };
+  while (predicate()) {
     for (size_t j = 0; j < nc; ++j) {
       step.inputs[j] = b.carry[j];
       step.outputs[j] = to_output ? b.out_carry[j] : b.scratch[j];
@@ -175,7 +183,7 @@ void Executable::run_while(size_t e, const Frame& f, State& st) const {
   }
   for (size_t j = 0; j < nc; ++j) {
     const auto bytes = static_cast<size_t>(program_->type(eq.outputs[j]).size_bytes());
-    if (bytes && b.carry[j] != b.out_carry[j]) std::memcpy(b.out_carry[j], b.carry[j], bytes);
+    if (bytes && b.carry[j] != b.out_carry[j]) backend_->copy(b.out_carry[j], b.carry[j], bytes, f.stream);
   }
 }
 
@@ -199,7 +207,7 @@ void Executable::run_scan(size_t e, const Frame& f, State& st) const {
     return static_cast<char*>(address(f, stacked)) + i * body.type(body_value).size_bytes();
   };
   // Double-buffered streams: a ticket per parity.
-  auto copy = [&](void* dst, const void* src, int64_t bytes, bool to_host) {
+  auto copy = [&](void* dst, MemoryKind to, const void* src, MemoryKind from, int64_t bytes, bool to_host) {
     (to_host ? f.stats->bytes_to_host : f.stats->bytes_to_device) += bytes;
     CopyQueue::Observer observer;
     if (f.timeline) {
@@ -209,15 +217,17 @@ void Executable::run_scan(size_t e, const Frame& f, State& st) const {
         timeline->copy(name, static_cast<int64_t>(n), begin, end);
       };
     }
-    return f.copies->enqueue(dst, src, static_cast<size_t>(bytes), std::move(observer));
+    return f.copies->enqueue(dst, to, src, from, static_cast<size_t>(bytes), std::move(observer));
   };
+  auto kind_of = [&](int buffer) { return plan_->buffers[static_cast<size_t>(buffer)].kind; };
   for (auto& t : b.fetch) t = {0, 0};
   for (auto& t : b.store) t = {0, 0};
   auto prefetch = [&](size_t k, int64_t s) {
     const compiler::StreamedSlice& sl = bp.prefetched[k];
     ir::ValueId in = body.inputs[static_cast<size_t>(sl.io)];
-    b.fetch[k][s % 2] = copy(buffer_address(f, sl.buffers[s % 2]),
-                             slice(eq.inputs[static_cast<size_t>(sl.io)], in, index_of(s)), body.type(in).size_bytes(),
+    const ir::ValueId stacked = eq.inputs[static_cast<size_t>(sl.io)];
+    b.fetch[k][s % 2] = copy(buffer_address(f, sl.buffers[s % 2]), kind_of(sl.buffers[s % 2]),
+                             slice(stacked, in, index_of(s)), program_->type(stacked).kind, body.type(in).size_bytes(),
                              false);
   };
   if (p.length > 0)
@@ -245,8 +255,9 @@ void Executable::run_scan(size_t e, const Frame& f, State& st) const {
     for (size_t k = 0; k < bp.postponed.size(); ++k) {
       const compiler::StreamedSlice& sl = bp.postponed[k];
       ir::ValueId out = body.outputs[static_cast<size_t>(sl.io)];
-      b.store[k][s % 2] = copy(slice(eq.outputs[static_cast<size_t>(sl.io)], out, i), buffer_address(f, sl.buffers[s % 2]),
-                               body.type(out).size_bytes(), true);
+      const ir::ValueId stacked = eq.outputs[static_cast<size_t>(sl.io)];
+      b.store[k][s % 2] = copy(slice(stacked, out, i), program_->type(stacked).kind, buffer_address(f, sl.buffers[s % 2]),
+                               kind_of(sl.buffers[s % 2]), body.type(out).size_bytes(), true);
     }
     for (size_t j = 0; j < nc; ++j) b.carry[j] = step.outputs[j];
   }
@@ -256,7 +267,7 @@ void Executable::run_scan(size_t e, const Frame& f, State& st) const {
   if (p.length == 0)
     for (size_t j = 0; j < nc; ++j) {
       size_t bytes = static_cast<size_t>(program_->type(eq.outputs[j]).size_bytes());
-      if (bytes) std::memcpy(b.out_carry[j], b.carry[j], bytes);
+      if (bytes) backend_->copy(b.out_carry[j], b.carry[j], bytes, f.stream);
     }
 }
 
@@ -277,7 +288,7 @@ void Executable::start_copy(size_t e, const Frame& f, State& st) const {
     };
   }
   st.tickets[static_cast<size_t>(dst)] =
-      f.copies->enqueue(address(f, dst), address(f, src), static_cast<size_t>(bytes), std::move(observer));
+      f.copies->enqueue(address(f, dst), to, address(f, src), from, static_cast<size_t>(bytes), std::move(observer));
 }
 
 void Executable::execute(const Frame& f, State& st) const {
@@ -311,7 +322,7 @@ void Executable::execute(const Frame& f, State& st) const {
       Workspace workspace;
       if (int w = plan.workspace[e]; w >= 0) workspace = Workspace(buffer_address(f, w), plan.buffers[static_cast<size_t>(w)].size);
       kernels_[e](eq, std::span<const ConstView>(st.in.data(), eq.inputs.size()),
-                  std::span<const MutView>(st.out.data(), eq.outputs.size()), workspace);
+                  std::span<const MutView>(st.out.data(), eq.outputs.size()), workspace, f.stream);
       if (eq.prim == Primitive::device_put) {
         MemoryKind from = p.type(eq.inputs[0]).kind, to = p.type(eq.outputs[0]).kind;
         int64_t bytes = p.type(eq.outputs[0]).size_bytes();
@@ -325,7 +336,7 @@ void Executable::execute(const Frame& f, State& st) const {
   }
 }
 
-std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStats& stats, CopyQueue& copies,
+std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStats& stats, CopyEngine& copies,
                                    Timeline* timeline) const {
   const ir::Program& p = *program_;
   if (args.size() != p.inputs.size())
@@ -345,6 +356,11 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("argument {} of {} must be {}, got {}", i, p.name, ir::to_string(want), got));
     }
+    if (a.storage()->backend != backend_)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("argument {} of {} is an array of the {} backend, but {} runs on the {} backend "
+                              "(Array::to_backend(\"{}\") copies it there)",
+                              i, p.name, a.backend(), p.name, backend_->name(), backend_->name()));
     held[compiler::kind_index(want.kind)] += static_cast<int64_t>(a.storage()->bytes);
   }
   // A donated buffer is consumed: no other argument of the call may read it.
@@ -381,10 +397,34 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
       cache.idle = std::move(st);
     }
   } give_back{*cache_, st};
+  // The arenas' memory, from the backend's resources; given back last (after the stream and the
+  // copies are done with it, and after the tracker stopped).
+  struct ArenaMemory {
+    Arenas& arenas;
+    Backend& backend;
+    std::array<char*, kNumKinds>& base;
+    const std::array<int64_t, kNumKinds>& size;
+    Tally& tally;
+    void open() {
+      for (size_t k = 0; k < kNumKinds; ++k)
+        base[k] = static_cast<char*>(backend.memory(static_cast<MemoryKind>(k)).allocate(static_cast<size_t>(size[k]), &tally));
+    }
+    void close() {
+      arenas.close();  // the checks first: they unpoison what ASan would otherwise see freed poisoned
+      for (size_t k = 0; k < kNumKinds; ++k) {
+        if (base[k] != nullptr)
+          backend.memory(static_cast<MemoryKind>(k)).deallocate(base[k], static_cast<size_t>(size[k]), &tally);
+        base[k] = nullptr;
+      }
+    }
+    ~ArenaMemory() { close(); }
+  };
 
   auto start = std::chrono::steady_clock::now();
   stats = ExecutionStats{};
   Tally tally;
+  ArenaMemory arena_memory{*st->arenas, *backend_, st->arena_base, plan_->arena_size, tally};
+  const Stream stream = backend_->compute_stream();
   Frame& f = st->top;
   for (size_t i = 0; i < args.size(); ++i) f.inputs[i] = args[i].data();
   // Each output is an allocation of its own, which its Array will own; an aliased one is written
@@ -395,27 +435,38 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
     if (alias >= 0) {
       f.outputs[o] = const_cast<void*>(f.inputs[static_cast<size_t>(alias)]);
     } else {
-      st->owned[o] = detail::Storage::allocate(static_cast<size_t>(t.size_bytes()), t.kind, false, &tally);
+      st->owned[o] = detail::Storage::allocate(static_cast<size_t>(t.size_bytes()), t.kind, *backend_, false, &tally);
       f.outputs[o] = st->owned[o]->data;
     }
   }
   // From here on the donated arguments belong to this call, whether or not it succeeds.
   for (size_t i = 0; i < args.size() && i < donated.size(); ++i)
     if (donated[i]) args[i].storage()->donated = true;
-  st->arenas->open(plan_->arena_size, &tally, options_.checked);
+  arena_memory.open();
+  st->arenas->open(st->arena_base, plan_->arena_size, *backend_, options_.checked);
   st->arenas->set_timeline(timeline);
   f.arenas = st->arenas.get();
   f.stats = &stats;
   f.copies = &copies;
+  f.stream = stream;
   f.timeline = timeline;
   try {
     execute(f, *st);
+    backend_->synchronize(stream);  // the run is done when its stream is
   } catch (...) {
-    copies.drain();  // copies in flight still use the arenas that unwinding frees
+    // Kernels and copies in flight still use the arenas that unwinding frees.
+    try {
+      backend_->synchronize(stream);
+    } catch (...) {  // the first error is the one to report
+    }
+    copies.drain();
     throw;
   }
+  copies.drain();  // every copy was waited for on the stream; none may outlive the arenas
+  stats.device_used_bytes = backend_->device_used_bytes();
   st->arenas->set_timeline(nullptr);
-  st->arenas->close();  // the outputs do not need the arena
+  st->arenas->close();
+  arena_memory.close();  // the outputs do not need the arena
   stats.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const auto dev = compiler::kind_index(MemoryKind::device), pinned = compiler::kind_index(MemoryKind::pinned_host),
              unpinned = compiler::kind_index(MemoryKind::unpinned_host);
@@ -430,7 +481,7 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
     int alias = plan_->output_alias.empty() ? -1 : plan_->output_alias[o];
     if (alias >= 0)
       st->owned[o] = detail::Storage::adopt(args[static_cast<size_t>(alias)].storage()->give_up(),
-                                            static_cast<size_t>(t.size_bytes()), t.kind);
+                                            static_cast<size_t>(t.size_bytes()), t.kind, *backend_);
     results.emplace_back(std::move(st->owned[o]), t.dtype, t.shape, t.kind);
   }
   for (size_t i = 0; i < args.size() && i < donated.size(); ++i)

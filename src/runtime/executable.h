@@ -1,13 +1,16 @@
-// Executable: a scheduled, planned program ready to run on a backend. Every value lives where the
-// memory plan put it: in one arena per memory kind (allocated from the kind's memory resource when
-// a run starts, exactly the planned size, and given back when it ends), in the caller's arguments,
+// Executable: a scheduled, planned program ready to run on a backend (runtime/backend.h). Every
+// value lives where the memory plan put it: in one arena per memory kind (allocated from the
+// backend's resource for the kind when a run starts, exactly the planned size, and given back when
+// it ends), in the caller's arguments,
 // in the outputs (one allocation each, owned by the returned Arrays, or a donated argument's
 // buffer), or (in bodies) in buffers the enclosing equation provides. Kernels get their scratch
 // memory from planned workspace buffers. The arena tracker checks the plan as it goes (no overlap,
 // no byte outside), and buffers outside their live range are poisoned (AddressSanitizer builds) or
 // filled with a NaN pattern (checked mode). Apart from the Arrays it returns, a run allocates
 // nothing but what the memory resources count: its bookkeeping is sized when the first run starts
-// and reused by every later one.
+// and reused by every later one. Kernels run on the backend's compute stream; copies between kinds
+// run on its copy engine, ordered against the stream as the plan's copy_start/copy_done pairs say;
+// a run returns when the stream has finished.
 #pragma once
 
 #include <array>
@@ -18,10 +21,10 @@
 
 #include "compiler/memory_plan.h"
 #include "ferry/array.h"
-#include "ferry/jit.h"
+#include "ferry/options.h"
 #include "ir/program.h"
 #include "runtime/arena.h"
-#include "runtime/copy_queue.h"
+#include "runtime/backend.h"
 #include "runtime/kernel.h"
 #include "runtime/timeline.h"
 
@@ -36,19 +39,23 @@ class Executable {
  public:
   using Options = ExecutableOptions;
 
-  // Binds every equation to a kernel of `backend` (UNIMPLEMENTED for an unknown backend or a missing
-  // kernel) and runs bodies as nested executables with their own plans.
+  // Binds every equation to a kernel of `backend` (UNIMPLEMENTED for a backend this build or machine
+  // lacks, or a primitive its kernel table leaves out, naming both) and runs bodies as nested
+  // executables with their own plans.
   Executable(std::shared_ptr<const ir::Program> program, std::shared_ptr<const compiler::MemoryPlan> plan,
              const std::string& backend, Options options = {});
 
   // Checks the arguments against the program's inputs (count, dtype, shape, memory kind, not
   // donated before: INVALID_ARGUMENT naming the argument), runs, and returns the outputs, each
-  // owning its buffer. Donated arguments are consumed. Copies between memory kinds run on `copies`.
-  // Fills `stats` with what it measured, and `timeline` (may be null) with what happened when.
-  std::vector<Array> run(const std::vector<Array>& args, ExecutionStats& stats, CopyQueue& copies,
+  // owning its buffer. Arguments must be the backend's (INVALID_ARGUMENT otherwise: Array::to_backend
+  // copies one). Donated arguments are consumed. Copies between memory kinds run on `copies` (one
+  // of the backend's engines). Fills `stats` with what it measured, and `timeline` (may be null)
+  // with what happened when.
+  std::vector<Array> run(const std::vector<Array>& args, ExecutionStats& stats, CopyEngine& copies,
                          Timeline* timeline = nullptr) const;
 
   const ir::Program& program() const { return *program_; }
+  Backend& backend() const { return *backend_; }
   const compiler::MemoryPlan& plan() const { return *plan_; }
 
  private:
@@ -59,7 +66,8 @@ class Executable {
     std::vector<const void*> inputs;          // arguments or external inputs
     std::vector<void*> outputs;               // external outputs
     ExecutionStats* stats = nullptr;
-    CopyQueue* copies = nullptr;
+    CopyEngine* copies = nullptr;
+    Stream stream;  // the backend's compute stream
     Timeline* timeline = nullptr;
   };
   struct State;
@@ -77,6 +85,7 @@ class Executable {
 
   std::shared_ptr<const ir::Program> program_;
   std::shared_ptr<const compiler::MemoryPlan> plan_;
+  Backend* backend_ = nullptr;
   std::vector<KernelFn> kernels_;                        // per equation (null for bodies)
   std::vector<std::shared_ptr<const Executable>> bodies_;  // per equation (null for kernels)
   Options options_;

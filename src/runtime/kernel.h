@@ -1,5 +1,6 @@
 // The contract between the runtime and a backend's kernels: one function per primitive that reads
-// input buffers and writes output buffers already allocated (by the runtime) with the output types.
+// input buffers and writes output buffers already allocated (by the runtime) with the output types,
+// in the order of the backend's compute stream. runtime/backend.h is the rest of a backend.
 #pragma once
 
 #include <cstdint>
@@ -54,12 +55,19 @@ struct WorkspaceSize {
   template <class T> void add(int64_t count) { bytes += Workspace::piece(count * static_cast<int64_t>(sizeof(T))); }
 };
 
+// A backend's ordered queue of device work (a CUDA stream), handed to every kernel: a kernel
+// enqueues its work there and may return before it is done; the runtime orders copies and host
+// reads against it. Null on the CPU backend, whose kernels finish before they return.
+struct Stream {
+  void* handle = nullptr;
+};
+
 // Kernels read parameters from `eq`. Buffers are dense row-major; bool is one byte per element.
 // An output shares its buffer with an input only where the memory plan writes in place (the
 // elementwise primitives of compiler::in_place_candidates); kernels allocate nothing: scratch memory
-// comes from `workspace`, per-dimension bookkeeping lives on the stack.
+// comes from `workspace`, per-dimension bookkeeping lives on the stack (or in kernel arguments).
 using KernelFn = void (*)(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
-                          Workspace& workspace);
+                          Workspace& workspace, Stream stream);
 
 // The workspace bytes the kernel of `eq` needs for these operand and result types.
 using WorkspaceSizeFn = int64_t (*)(const ir::Equation& eq, std::span<const ir::Type* const> inputs,

@@ -77,7 +77,32 @@ void count(size_t k, int64_t delta, Tally* tally) {
   if (tally->live[k] > tally->high_water[k]) tally->high_water[k] = tally->live[k];
 }
 
+class HostResource final : public MemoryResource {
+ public:
+  explicit HostResource(MemoryKind kind) : kind_(kind) {}
+  MemoryKind kind() const override { return kind_; }
+  void* allocate(size_t bytes, Tally* tally) override { return runtime::allocate(kind_, bytes, tally); }
+  void deallocate(void* p, size_t bytes, Tally* tally) override { runtime::deallocate(kind_, p, bytes, tally); }
+  bool host_accessible() const override { return true; }
+
+ private:
+  MemoryKind kind_;
+};
+
 }  // namespace
+
+void count_allocation(MemoryKind kind, int64_t delta, Tally* tally) {
+  if (delta > 0) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  count(index_of(kind), delta, tally);
+}
+
+MemoryResource& host_resource(MemoryKind kind) {
+  // Never destroyed: Arrays in static objects give their bytes back during exit.
+  static HostResource* const resources[kNumKinds] = {new HostResource(MemoryKind::device),
+                                                     new HostResource(MemoryKind::pinned_host),
+                                                     new HostResource(MemoryKind::unpinned_host)};
+  return *resources[index_of(kind)];
+}
 
 void* allocate(MemoryKind kind, size_t bytes, Tally* tally) {
   size_t k = index_of(kind);

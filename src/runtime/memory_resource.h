@@ -1,5 +1,5 @@
 // Memory resources: the one place the bytes of array data come from, one resource per memory kind
-// (on the CPU backend every kind is host RAM). Array storage, the arenas of a run and its outputs
+// and backend (runtime/backend.h; on the CPU backend every kind is host RAM, the functions below). Array storage, the arenas of a run and its outputs
 // are all allocated here, and the resource counts what it hands out: the bytes in use now and the
 // most ever in use, for the process and for each run (a Tally the run passes in). These counts are
 // the measurement execution_stats() reports, made where the memory is handed out, independently of
@@ -40,6 +40,28 @@ struct ResourceCounters {
 inline constexpr size_t kMapThreshold = size_t{1} << 20;
 inline constexpr size_t kMappingCacheBytes = size_t{1} << 30;
 inline constexpr size_t kMappingCacheEntries = 8;
+
+// A backend's memory of one kind. Every resource counts through count_allocation(), so the
+// process's counters and a run's tally see every backend's bytes the same way.
+class MemoryResource {
+ public:
+  virtual ~MemoryResource() = default;
+  virtual MemoryKind kind() const = 0;
+  // kAllocationAlignment-aligned (or more); zero bytes give a valid pointer that owns nothing;
+  // RESOURCE_EXHAUSTED when there is no memory to give.
+  virtual void* allocate(size_t bytes, Tally* tally = nullptr) = 0;
+  virtual void deallocate(void* p, size_t bytes, Tally* tally = nullptr) = 0;
+  // Whether the host may read and write the bytes directly.
+  virtual bool host_accessible() const = 0;
+};
+
+// Adds `delta` bytes of `kind` to the process's counters and to `tally` (may be null), and counts
+// one allocation when delta > 0.
+void count_allocation(MemoryKind kind, int64_t delta, Tally* tally);
+
+// Host RAM as a resource of `kind` (the functions below): the CPU backend's memory of every kind,
+// and ordinary (unpinned) host memory for other backends.
+MemoryResource& host_resource(MemoryKind kind);
 
 // Unmaps every cached mapping (tests, and callers that want the memory back now).
 void release_cached_mappings();

@@ -1,5 +1,5 @@
-// Storage: the bytes behind an Array, always from the memory resource of its kind, which counts
-// them. A Storage owns its bytes until it is destroyed, or until a compiled call takes them over
+// Storage: the bytes behind an Array, always from the memory resource of its kind on its backend
+// (runtime/backend.h), which counts them. A Storage owns its bytes until it is destroyed, or until a compiled call takes them over
 // (donation): then it is left empty and marked donated, and every Array that shares it refuses to
 // be read (INVALID_ARGUMENT) instead of reading memory that now belongs to the call's output.
 #pragma once
@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "ferry/types.h"
+#include "runtime/backend.h"
 #include "runtime/memory_resource.h"
 
 namespace ferry::detail {
@@ -16,18 +17,23 @@ struct Storage {
   void* data = nullptr;
   size_t bytes = 0;
   MemoryKind kind = MemoryKind::device;
+  runtime::Backend* backend = nullptr;  // whose resource handed the bytes out
   bool donated = false;
 
   Storage() = default;
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
-  ~Storage() { runtime::deallocate(kind, data, bytes); }
+  ~Storage() {
+    if (backend) backend->memory(kind).deallocate(data, bytes);
+  }
 
-  // `bytes` of `kind` from its memory resource (never null, even for zero bytes); zero-filled when
-  // `zero`. A run passes its tally so the bytes count as the run's.
-  static std::shared_ptr<Storage> allocate(size_t bytes, MemoryKind kind, bool zero, runtime::Tally* tally = nullptr);
-  // Takes over `data` (allocated by the resource for `kind`, `bytes` long).
-  static std::shared_ptr<Storage> adopt(void* data, size_t bytes, MemoryKind kind);
+  // `bytes` of `kind` from `backend`'s memory resource (never null, even for zero bytes);
+  // zero-filled when `zero`. A run passes its tally so the bytes count as the run's.
+  static std::shared_ptr<Storage> allocate(size_t bytes, MemoryKind kind, runtime::Backend& backend, bool zero,
+                                           runtime::Tally* tally = nullptr);
+  // Takes over `data` (allocated by `backend`'s resource for `kind`, `bytes` long).
+  static std::shared_ptr<Storage> adopt(void* data, size_t bytes, MemoryKind kind, runtime::Backend& backend);
+  bool host_accessible() const { return backend == nullptr || backend->memory(kind).host_accessible(); }
 
   // Hands the bytes to the caller (a donation an output reuses) and leaves this Storage empty and
   // donated.
@@ -40,7 +46,7 @@ struct Storage {
   }
   // Frees the bytes now (a donation no output reused) and leaves this Storage empty and donated.
   void free_donated() {
-    runtime::deallocate(kind, data, bytes);
+    if (backend) backend->memory(kind).deallocate(data, bytes);
     give_up();
   }
 };

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "ferry/error.h"
-#include "runtime/cpu/kernels.h"
+#include "runtime/backend.h"
 #include "runtime/kernel.h"
 
 namespace ferry::runtime {
@@ -17,10 +17,9 @@ void Workspace::overdrawn(int64_t bytes) const {
 }
 
 compiler::WorkspaceFn workspace_sizes(const std::string& backend) {
-  if (backend != "cpu")
-    throw Error(ErrorCode::unimplemented, fmt::format("backend \"{}\" is not available; this build has \"cpu\"", backend));
-  return [](const ir::Program& p, const ir::Equation& eq) -> int64_t {
-    WorkspaceSizeFn size = cpu::workspace_size(eq.prim);
+  Backend* b = &runtime::backend(backend);
+  return [b](const ir::Program& p, const ir::Equation& eq) -> int64_t {
+    WorkspaceSizeFn size = b->workspace_size(eq.prim);
     if (size == nullptr) return 0;
     std::vector<const ir::Type*> in, out;
     for (ir::ValueId v : eq.inputs) in.push_back(&p.type(v));

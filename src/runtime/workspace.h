@@ -9,7 +9,7 @@
 
 namespace ferry::runtime {
 
-// The workspace sizes of `backend`'s kernels (UNIMPLEMENTED for a backend this build lacks).
+// The workspace sizes of `backend`'s kernels (UNIMPLEMENTED for a backend this build or machine lacks).
 compiler::WorkspaceFn workspace_sizes(const std::string& backend);
 
 }  // namespace ferry::runtime

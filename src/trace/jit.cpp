@@ -1,15 +1,11 @@
 // jit's non-template half: trace sessions, Lowered and Compiled.
-#include <cmath>
 #include <fstream>
-#include <string_view>
 
 #include <fmt/format.h>
 
+#include "compiler/compile.h"
 #include "compiler/cost_analysis.h"
 #include "compiler/memory_analysis.h"
-#include "compiler/memory_plan.h"
-#include "compiler/pipeline.h"
-#include "transforms/lower_calls.h"
 #include "ferry/error.h"
 #include "ferry/jit.h"
 #include "ir/parser.h"
@@ -20,7 +16,6 @@
 #include "trace/tracer.h"
 #include "transforms/unused_names.h"
 #include "ir/type.h"
-#include "runtime/workspace.h"
 
 namespace ferry {
 namespace detail {
@@ -76,44 +71,11 @@ std::string Lowered::as_text() const { return ir::print(*impl_->program); }
 
 std::vector<std::string> Lowered::warnings() const { return impl_->warnings; }
 
-namespace {
-
-// The cost model divides by its rates: a zero, negative, infinite or NaN rate would make every
-// estimate meaningless (or NaN) and the placement of copies arbitrary.
-void check_rate(double rate, std::string_view name) {
-  if (!(rate > 0) || !std::isfinite(rate))
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("CompileOptions.{} must be a positive, finite rate, got {}", name, rate));
-}
-
-void check_options(const CompileOptions& options) {
-  if (options.device_memory_limit < 0)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("device_memory_limit must be >= 0 bytes (0 means no limit), got {}", options.device_memory_limit));
-  check_rate(options.link_bandwidth_bytes_per_s, "link_bandwidth_bytes_per_s");
-  check_rate(options.compute_flops_per_s, "compute_flops_per_s");
-  check_rate(options.memory_bytes_per_s, "memory_bytes_per_s");
-  check_rate(options.vector_flops_per_s, "vector_flops_per_s");
-  check_rate(options.transcendentals_per_s, "transcendentals_per_s");
-  if (!(options.dot_product_seconds >= 0) || !std::isfinite(options.dot_product_seconds))
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("CompileOptions.dot_product_seconds must be >= 0 and finite, got {}", options.dot_product_seconds));
-}
-
-}  // namespace
-
 Compiled Lowered::compile(const CompileOptions& options) const {
-  check_options(options);
+  compiler::check_options(options);  // before counting: a refused compile is not one
   detail::count_compile();
-  compiler::PlanOptions plan_options;
-  plan_options.workspace = runtime::workspace_sizes(options.backend);
-  plan_options.donated = impl_->donated;
-  auto program = compiler::run_pipeline(*transforms::lower_calls(impl_->program), options, {}, plan_options);
-  auto plan = compiler::plan_memory(*program, /*outputs_external=*/false, plan_options);
-  compiler::check_device_limit(*program, *plan, options.device_memory_limit);
-  runtime::ExecutableOptions run_options{impl_->donated, options.checked};
-  auto impl = std::make_shared<detail::CompiledImpl>(
-      program, plan, runtime::Executable(program, plan, options.backend, run_options), options);
+  compiler::CompiledProgram c = compiler::compile(impl_->program, impl_->donated, options);
+  auto impl = std::make_shared<detail::CompiledImpl>(c.program, c.plan, c.executable, c.options);
   impl->warnings = impl_->warnings;
   impl->input_structure = impl_->input_structure;
   impl->output_structure = impl_->output_structure;
@@ -130,7 +92,7 @@ Lowered parse_program(const std::string& text) {
 
 std::vector<Array> Compiled::run(const std::vector<Array>& flat_args) const {
   ExecutionStats stats;
-  std::vector<Array> out = impl_->executable.run(flat_args, stats, impl_->copies);
+  std::vector<Array> out = impl_->executable->run(flat_args, stats, *impl_->copies);
   std::lock_guard<std::mutex> lock(impl_->stats_mutex);
   impl_->last_stats = stats;
   return out;
@@ -139,7 +101,7 @@ std::vector<Array> Compiled::run(const std::vector<Array>& flat_args) const {
 std::vector<Array> Compiled::run_traced(const std::vector<Array>& flat_args, const std::string& trace_path) const {
   runtime::Timeline timeline;
   ExecutionStats stats;
-  std::vector<Array> out = impl_->executable.run(flat_args, stats, impl_->copies, &timeline);
+  std::vector<Array> out = impl_->executable->run(flat_args, stats, *impl_->copies, &timeline);
   std::ofstream file(trace_path, std::ios::binary);
   file << timeline.to_json();
   if (!file) throw Error(ErrorCode::invalid_argument, fmt::format("cannot write the trace to {}", trace_path));

@@ -9,7 +9,7 @@
 
 #include "ferry/jit.h"
 #include "ir/program.h"
-#include "runtime/copy_queue.h"
+#include "runtime/backend.h"
 #include "runtime/executable.h"
 
 namespace ferry::detail {
@@ -25,18 +25,20 @@ struct LoweredImpl {
 struct CompiledImpl {
   // A constructor, not aggregate initialisation in make_shared, which clang 14 lacks (fuzz builds).
   CompiledImpl(std::shared_ptr<const ir::Program> program, std::shared_ptr<const compiler::MemoryPlan> plan,
-               runtime::Executable executable, CompileOptions options)
-      : program(std::move(program)), plan(std::move(plan)), executable(std::move(executable)), options(std::move(options)) {}
+               std::shared_ptr<const runtime::Executable> executable, CompileOptions options)
+      : program(std::move(program)), plan(std::move(plan)), executable(std::move(executable)), options(std::move(options)),
+        copies(this->executable->backend().make_copy_engine()) {}
 
   std::shared_ptr<const ir::Program> program;  // after the compiler's passes
   std::shared_ptr<const compiler::MemoryPlan> plan;
-  runtime::Executable executable;
+  std::shared_ptr<const runtime::Executable> executable;
   CompileOptions options;
   std::vector<std::string> warnings;  // the Lowered program's
   std::shared_ptr<const TreeDef> input_structure, output_structure;  // the Lowered program's
   mutable std::mutex stats_mutex;
   mutable ExecutionStats last_stats;
-  mutable runtime::CopyQueue copies;  // its own thread: copies overlap with compute
+  // Its own copy engine (on the CPU a thread): copies overlap with compute.
+  std::unique_ptr<runtime::CopyEngine> copies;
 };
 
 }  // namespace ferry::detail

@@ -1,6 +1,9 @@
-// Shared by the CPU kernel tests: guarded buffers of any dtype, element access as double, seeded
-// random data, index helpers, and a runner that calls cpu::kernel(p) and checks no byte outside the
-// result buffers changed.
+// Shared by the kernel tests: guarded buffers of any dtype, element access as double, seeded random
+// data, index helpers, and a runner that calls p's kernel on the backend under test and checks no
+// byte outside the result buffers changed. The backend under test is FERRY_KERNEL_TEST_BACKEND
+// ("cpu" when unset): ctest runs the *Kernel.* suites once per backend the build has
+// (tests/CMakeLists.txt), and kernel_backend_env.cpp skips them all, saying why, where that backend
+// cannot run (a CUDA build on a machine without a GPU).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,11 +11,13 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -20,6 +25,7 @@
 #include "ferry/error.h"
 #include "ferry/types.h"
 #include "ir/program.h"
+#include "runtime/backend.h"
 #include "runtime/cpu/kernels.h"
 
 namespace ferry::kernel_test {
@@ -79,6 +85,10 @@ class Buffer {
       if (bytes_[i] != kPoison || bytes_[bytes_.size() - 1 - i] != kPoison) return false;
     return true;
   }
+  // Every byte, guards included (to move the buffer to a device and back whole).
+  void* raw() { return bytes_.data(); }
+  const void* raw() const { return bytes_.data(); }
+  size_t raw_size() const { return bytes_.size(); }
   bool same_bytes(const Buffer& o) const {
     return type_.size_bytes() == o.type_.size_bytes() &&
            std::memcmp(data(), o.data(), static_cast<size_t>(type_.size_bytes())) == 0;
@@ -115,8 +125,36 @@ inline Buffer filled(DType dtype, Shape shape, const std::vector<double>& v) {
 
 inline Buffer scalar_i32(int32_t v) { return filled(DType::i32, {}, {static_cast<double>(v)}); }
 
-// Runs p's CPU kernel on `inputs` into fresh buffers of `out_types`; checks every guard (inputs
-// included) and that inputs were not modified.
+// The backend the kernel tests run on (FERRY_KERNEL_TEST_BACKEND, "cpu" when unset).
+inline std::string kernel_backend_name() {
+  const char* name = std::getenv("FERRY_KERNEL_TEST_BACKEND");
+  return name && *name ? name : "cpu";
+}
+
+// Device copies of guarded buffers (whole, guards included) on a backend whose memory the host
+// cannot touch; given back when done.
+class DeviceCopies {
+ public:
+  explicit DeviceCopies(runtime::Backend& b) : backend_(b), memory_(b.memory(MemoryKind::device)) {}
+  ~DeviceCopies() {
+    for (auto [p, n] : blocks_) memory_.deallocate(p, n);
+  }
+  // A device block holding `bytes` copied from `host`.
+  char* put(const void* host, size_t bytes) {
+    char* p = static_cast<char*>(memory_.allocate(bytes));
+    blocks_.emplace_back(p, bytes);
+    if (bytes) backend_.copy(p, host, bytes, backend_.compute_stream());
+    return p;
+  }
+
+ private:
+  runtime::Backend& backend_;
+  runtime::MemoryResource& memory_;
+  std::vector<std::pair<char*, size_t>> blocks_;
+};
+
+// Runs p's kernel on the backend under test on `inputs` into fresh buffers of `out_types`; checks
+// every guard (inputs included) and that inputs were not modified.
 inline std::vector<Buffer> run(Primitive p, ir::Params params, const std::vector<const Buffer*>& inputs,
                                const std::vector<std::pair<DType, Shape>>& out_types) {
   ir::Equation eq;
@@ -132,19 +170,52 @@ inline std::vector<Buffer> run(Primitive p, ir::Params params, const std::vector
     in_views.push_back({b->data(), &b->type()});
   }
   for (Buffer& b : outs) out_views.push_back({b.data(), &b.type()});
-  runtime::KernelFn fn = runtime::cpu::kernel(p);
-  EXPECT_NE(fn, nullptr) << primitive_name(p);
+  runtime::Backend& backend = runtime::backend(kernel_backend_name());
+  runtime::KernelFn fn = backend.kernel(p);
+  EXPECT_NE(fn, nullptr) << primitive_name(p) << " on " << backend.name();
   if (fn == nullptr) return outs;
   // Exactly the workspace the kernel declares for these types: taking more is an error.
   std::vector<const ir::Type*> in_types, out_types_seen;
   for (const Buffer* b : inputs) in_types.push_back(&b->type());
   for (Buffer& b : outs) out_types_seen.push_back(&b.type());
   int64_t workspace_bytes = 0;
-  if (runtime::WorkspaceSizeFn size = runtime::cpu::workspace_size(p)) workspace_bytes = size(eq, in_types, out_types_seen);
-  std::vector<std::byte> scratch(static_cast<size_t>(workspace_bytes) + 64);
-  auto* aligned = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
-  runtime::Workspace workspace(aligned, workspace_bytes);
-  fn(eq, in_views, out_views, workspace);
+  if (runtime::WorkspaceSizeFn size = backend.workspace_size(p)) workspace_bytes = size(eq, in_types, out_types_seen);
+  const runtime::Stream stream = backend.compute_stream();
+  if (backend.memory(MemoryKind::device).host_accessible()) {
+    std::vector<std::byte> scratch(static_cast<size_t>(workspace_bytes) + 64);
+    auto* aligned = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(scratch.data()) + 63) / 64 * 64);
+    runtime::Workspace workspace(aligned, workspace_bytes);
+    fn(eq, in_views, out_views, workspace, stream);
+  } else {
+    // Every buffer goes to the device whole (guards included) and comes back whole, so the checks
+    // below see what the kernel did to every byte.
+    DeviceCopies device(backend);
+    std::vector<char*> in_blocks, out_blocks;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      in_blocks.push_back(device.put(inputs[i]->raw(), inputs[i]->raw_size()));
+      in_views[i].data = in_blocks.back() + Buffer::kGuard;
+    }
+    for (size_t i = 0; i < outs.size(); ++i) {
+      out_blocks.push_back(device.put(outs[i].raw(), outs[i].raw_size()));
+      out_views[i].data = out_blocks.back() + Buffer::kGuard;
+    }
+    runtime::Workspace workspace(device.put(nullptr, 0), 0);
+    if (workspace_bytes > 0) {
+      std::vector<std::byte> zeros(static_cast<size_t>(workspace_bytes));
+      workspace = runtime::Workspace(device.put(zeros.data(), zeros.size()), workspace_bytes);
+    }
+    fn(eq, in_views, out_views, workspace, stream);
+    std::vector<Buffer> inputs_after;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      inputs_after.push_back(*inputs[i]);
+      backend.copy(inputs_after.back().raw(), in_blocks[i], inputs[i]->raw_size(), stream);
+    }
+    for (size_t i = 0; i < outs.size(); ++i) backend.copy(outs[i].raw(), out_blocks[i], outs[i].raw_size(), stream);
+    backend.synchronize(stream);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      EXPECT_TRUE(inputs_after[i].guards_intact() && inputs_after[i].same_bytes(before[i]))
+          << "input " << i << " or its guards modified on the device";
+  }
   for (size_t i = 0; i < outs.size(); ++i) EXPECT_TRUE(outs[i].guards_intact()) << "result " << i << " overrun";
   for (size_t i = 0; i < inputs.size(); ++i) EXPECT_TRUE(inputs[i]->same_bytes(before[i])) << "input " << i << " modified";
   return outs;

@@ -11,6 +11,7 @@
 #include "compiler/pipeline.h"
 #include "ferry/ferry.h"
 #include "ir/parser.h"
+#include "runtime/copy_queue.h"
 #include "runtime/executable.h"
 #include "support/error_of.h"
 

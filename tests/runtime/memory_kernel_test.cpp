@@ -62,7 +62,7 @@ TEST(KernelChecks, EmptyBuffersMayBeNull) {
     for (const ir::Type* t : c.ins) ins.push_back({nullptr, t});
     for (const ir::Type* t : c.outs) outs.push_back({nullptr, t});
     runtime::Workspace none;  // empty operands need no scratch
-    EXPECT_NO_THROW(runtime::cpu::kernel(c.p)(eq, ins, outs, none)) << primitive_name(c.p);
+    EXPECT_NO_THROW(runtime::cpu::kernel(c.p)(eq, ins, outs, none, {})) << primitive_name(c.p);
   }
   // K = 0 with a nonempty result writes zeros.
   std::vector<float> out(6, 1.0f);
@@ -73,7 +73,7 @@ TEST(KernelChecks, EmptyBuffersMayBeNull) {
   const runtime::MutView outs[] = {{out.data(), &k0out}};
   runtime::Workspace none;
   runtime::cpu::kernel(P::dot_general)(eq, std::span<const runtime::ConstView>(ins),
-                                       std::span<const runtime::MutView>(outs), none);
+                                       std::span<const runtime::MutView>(outs), none, {});
   EXPECT_EQ(out, std::vector<float>(6, 0.0f));
 }
 

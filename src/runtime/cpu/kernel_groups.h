@@ -6,6 +6,11 @@
 
 namespace ferry::runtime::cpu {
 
+// A CPU kernel finishes its work before it returns, so it takes no stream; the kernel table
+// (kernels.cpp) adapts each to the backend's KernelFn, which does.
+using CpuKernelFn = void (*)(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                             Workspace& workspace);
+
 #define FERRY_CPU_KERNEL(name) \
   void name(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs, \
             Workspace& workspace)

@@ -5,6 +5,17 @@
 #include "runtime/cpu/kernel_groups.h"
 
 namespace ferry::runtime::cpu {
+namespace {
+
+// A CPU kernel as the backend's KernelFn: the CPU has no stream to enqueue on (a kernel's work is
+// done when it returns), so the stream is dropped here and kernel bodies never see it.
+template <CpuKernelFn F>
+void on_stream(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+               Workspace& workspace, Stream) {
+  F(eq, inputs, outputs, workspace);
+}
+
+}  // namespace
 
 KernelFn kernel(Primitive p) {
   using enum Primitive;
@@ -12,35 +23,35 @@ KernelFn kernel(Primitive p) {
     case neg: case exp: case log: case sin: case cos: case tanh: case logistic: case sqrt: case rsqrt:
     case abs: case sign: case erf: case erf_inv: case log1p: case expm1: case floor: case ceil: case round:
     case logical_not:
-      return unary_kernel;
+      return on_stream<unary_kernel>;
     case add: case sub: case mul: case div: case max: case min: case pow: case rem: case logical_and:
     case logical_or: case logical_xor: case shift_left: case shift_right_logical:
-      return binary_kernel;
+      return on_stream<binary_kernel>;
     case eq: case ne: case lt: case le: case gt: case ge:
-      return compare_kernel;
-    case select: return select_kernel;
-    case clamp: return clamp_kernel;
-    case bitcast_convert_type: return bitcast_kernel;
-    case convert_element_type: return convert_kernel;
-    case iota: return iota_kernel;
-    case constant: return constant_kernel;
-    case broadcast_in_dim: return broadcast_in_dim_kernel;
-    case reshape: return reshape_kernel;
-    case transpose: return transpose_kernel;
+      return on_stream<compare_kernel>;
+    case select: return on_stream<select_kernel>;
+    case clamp: return on_stream<clamp_kernel>;
+    case bitcast_convert_type: return on_stream<bitcast_kernel>;
+    case convert_element_type: return on_stream<convert_kernel>;
+    case iota: return on_stream<iota_kernel>;
+    case constant: return on_stream<constant_kernel>;
+    case broadcast_in_dim: return on_stream<broadcast_in_dim_kernel>;
+    case reshape: return on_stream<reshape_kernel>;
+    case transpose: return on_stream<transpose_kernel>;
     case reduce_sum: case reduce_max: case reduce_min:
-      return reduce_kernel;
-    case argmax: case argmin: return arg_reduce_kernel;
-    case cumsum: case cummax: case cummin: return cumulative_kernel;
-    case gather: return gather_kernel;
-    case scatter_add: return scatter_add_kernel;
-    case threefry2x32: return threefry_kernel;
-    case dot_general: return dot_general_kernel;
-    case slice: return slice_kernel;
-    case dynamic_slice: return dynamic_slice_kernel;
-    case dynamic_update_slice: return dynamic_update_slice_kernel;
-    case concatenate: return concatenate_kernel;
+      return on_stream<reduce_kernel>;
+    case argmax: case argmin: return on_stream<arg_reduce_kernel>;
+    case cumsum: case cummax: case cummin: return on_stream<cumulative_kernel>;
+    case gather: return on_stream<gather_kernel>;
+    case scatter_add: return on_stream<scatter_add_kernel>;
+    case threefry2x32: return on_stream<threefry_kernel>;
+    case dot_general: return on_stream<dot_general_kernel>;
+    case slice: return on_stream<slice_kernel>;
+    case dynamic_slice: return on_stream<dynamic_slice_kernel>;
+    case dynamic_update_slice: return on_stream<dynamic_update_slice_kernel>;
+    case concatenate: return on_stream<concatenate_kernel>;
     case device_put: case checkpoint_name: case stop_gradient:
-      return device_put_kernel;
+      return on_stream<device_put_kernel>;
     case scan: case checkpoint: case custom_vjp: case cond: case while_loop:  // bodies: run by the executable
     case copy_start: case copy_done:  // asynchronous copies: run by the executable's copy queue
       return nullptr;

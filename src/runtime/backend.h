@@ -1,0 +1,103 @@
+// The seam between the runtime and a machine: everything the executable, Arrays and the compile
+// driver need from a backend, and nothing more. A backend provides
+//   - a kernel table: one KernelFn per primitive, nullptr where it has none (compile reports
+//     UNIMPLEMENTED naming the primitive and the backend, before anything runs);
+//   - a memory resource per memory kind, which counts what it hands out (runtime/memory_resource.h);
+//   - a copy engine: asynchronous copies between memory kinds, each with a ticket to wait on;
+//   - a compute stream, handed to every kernel, and copies and fills ordered on it;
+//   - device facts: its memory, and default rates for the cost model.
+// The CPU backend (runtime/cpu/backend.cpp) is one implementation; the CUDA backend
+// (runtime/cuda/, built where CMake finds the CUDA toolkit) is another. Adding a backend is adding
+// files: an implementation of this class and one line in backend.cpp's registry.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ferry/primitive.h"
+#include "ferry/types.h"
+#include "runtime/kernel.h"
+#include "runtime/memory_resource.h"
+
+namespace ferry::runtime {
+
+// Copies between memory kinds that run beside the compute stream. A copy starts after the work the
+// compute stream holds when it is enqueued (so it reads what the kernels before it wrote), and
+// wait(ticket) orders the compute stream's later work after that copy and every earlier one (so
+// the kernels after a copy_done read what it wrote). On the CPU both are host-side: the copy runs
+// on a thread, and wait blocks the caller.
+class CopyEngine {
+ public:
+  // Called around each copy (for timelines), with steady-clock seconds; a backend that cannot
+  // time its copies on the host calls it with the time the copy was enqueued and waited for.
+  using Observer = std::function<void(uint64_t ticket, size_t bytes, double begin, double end)>;
+
+  virtual ~CopyEngine() = default;
+  virtual uint64_t enqueue(void* dst, MemoryKind to, const void* src, MemoryKind from, size_t bytes,
+                           Observer observer = nullptr) = 0;
+  virtual void wait(uint64_t ticket) = 0;
+  // Blocks the host until every copy enqueued so far has finished: a run that stops early (an
+  // error) must not free memory a copy still reads or writes.
+  virtual void drain() = 0;
+};
+
+// What the cost model and the device limit need to know about the machine.
+struct DeviceFacts {
+  std::string description;       // "CPU" or the GPU's name
+  int64_t memory_bytes = 0;      // the device memory there is; 0 where device memory is host RAM
+  int64_t free_memory_bytes = 0; // free now (the default device limit where memory_bytes > 0)
+  // Default rates for the cost model (CompileOptions' fields of the same names).
+  double link_bandwidth_bytes_per_s = 0;
+  double compute_flops_per_s = 0;
+  double memory_bytes_per_s = 0;
+  double vector_flops_per_s = 0;
+  double transcendentals_per_s = 0;
+  // Copies from or to unpinned_host memory block the host (and so hide behind no compute).
+  bool unpinned_copies_synchronous = false;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+
+  // The kernel of p; nullptr where this backend has none.
+  virtual KernelFn kernel(Primitive p) const = 0;
+  // The workspace p's kernel needs for given types; nullptr where it never needs any.
+  virtual WorkspaceSizeFn workspace_size(Primitive p) const = 0;
+
+  virtual MemoryResource& memory(MemoryKind kind) = 0;
+  // Each compiled program has its own engine (its copies are ordered among themselves only).
+  virtual std::unique_ptr<CopyEngine> make_copy_engine() = 0;
+  virtual Stream compute_stream() = 0;
+  // The host waits until the stream's work is done (errors the device reported surface here).
+  virtual void synchronize(Stream stream) = 0;
+  // On the stream, ordered with its kernels: `bytes` from src to dst, which may be of any memory
+  // kinds of this backend or ordinary host memory (Array's way in and out).
+  virtual void copy(void* dst, const void* src, size_t bytes, Stream stream) = 0;
+  // On the stream: `bytes` of dst (of this backend's `kind`) set to `byte` (checked mode's poison).
+  virtual void fill(void* dst, MemoryKind kind, unsigned char byte, size_t bytes, Stream stream) = 0;
+
+  virtual DeviceFacts facts() const = 0;
+  // The device's own count of the memory in use now (total - free, CUDA's cudaMemGetInfo: every
+  // process and the driver's context included); 0 where device memory is host RAM.
+  virtual int64_t device_used_bytes() { return 0; }
+};
+
+// The backend named `name`: "cpu", or "cuda" where this build has it. UNIMPLEMENTED names the
+// backends this build has, or says why the named one cannot run here (no GPU).
+Backend& backend(std::string_view name);
+// The backends this build has, "cpu" first (whether or not a device is present for the others).
+std::vector<std::string> built_backends();
+// Whether `name` can run here; when not, `why` (may be null) says why.
+bool backend_available(std::string_view name, std::string* why = nullptr);
+
+// The CPU backend (always built).
+Backend& cpu_backend();
+
+}  // namespace ferry::runtime

@@ -1,0 +1,50 @@
+// The CPU backend: every memory kind is host RAM (runtime/memory_resource.h's host resources), the
+// copy engine is a thread (runtime/copy_queue.h), and there is no stream: kernels run on the
+// calling thread and are done when they return.
+#include <cstring>
+
+#include "ferry/options.h"
+#include "runtime/backend.h"
+#include "runtime/copy_queue.h"
+#include "runtime/cpu/kernels.h"
+
+namespace ferry::runtime {
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cpu"; }
+  KernelFn kernel(Primitive p) const override { return cpu::kernel(p); }
+  WorkspaceSizeFn workspace_size(Primitive p) const override { return cpu::workspace_size(p); }
+  MemoryResource& memory(MemoryKind kind) override { return host_resource(kind); }
+  std::unique_ptr<CopyEngine> make_copy_engine() override { return std::make_unique<CopyQueue>(); }
+  Stream compute_stream() override { return {}; }
+  void synchronize(Stream) override {}
+  void copy(void* dst, const void* src, size_t bytes, Stream) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  void fill(void* dst, MemoryKind, unsigned char byte, size_t bytes, Stream) override {
+    if (bytes) std::memset(dst, byte, bytes);
+  }
+  // The cost model's defaults are this project's reference CPU machine (CompileOptions).
+  DeviceFacts facts() const override {
+    DeviceFacts f;
+    f.description = "CPU";
+    const CompileOptions defaults;
+    f.link_bandwidth_bytes_per_s = defaults.link_bandwidth_bytes_per_s;
+    f.compute_flops_per_s = defaults.compute_flops_per_s;
+    f.memory_bytes_per_s = defaults.memory_bytes_per_s;
+    f.vector_flops_per_s = defaults.vector_flops_per_s;
+    f.transcendentals_per_s = defaults.transcendentals_per_s;
+    return f;
+  }
+};
+
+}  // namespace
+
+Backend& cpu_backend() {
+  static CpuBackend* const backend = new CpuBackend;  // never destroyed: Arrays outlive static order
+  return *backend;
+}
+
+}  // namespace ferry::runtime
