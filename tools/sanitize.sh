@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The reliability stage of CI, each part in its own build directory:
 #   asan  the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/)
-#   tsan  the copy queue's tests and the offloading programs under ThreadSanitizer (build-tsan/)
+#   tsan  the copy queue's and the thread pool's tests and the offloading programs under
+#         ThreadSanitizer (build-tsan/)
 #   fuzz  the libFuzzer targets (clang, ASan + UBSan), corpus-driven, FERRY_FUZZ_SECONDS each
 #         (default 60) (build-fuzz/); a crash leaves its input in build-fuzz/artifacts/.
 #         FERRY_FUZZ_TARGETS="safetensors_fuzzer" (say) runs only those targets.
@@ -37,11 +38,12 @@ for stage in "${stages[@]}"; do
         ctest --test-dir build-asan --output-on-failure -j "$jobs" -E '^install\.'
       ;;
     tsan)
-      echo "== TSan: the copy queue and offloading programs"
+      echo "== TSan: the copy queue, the kernels' thread pool and offloading programs"
       cmake -S . -B build-tsan "${common[@]}" -DFERRY_SANITIZE=thread >/dev/null
       cmake --build build-tsan -j "$jobs" --target ferry_runtime_tests ferry_e2e_tests
       # setarch -R: older TSan runtimes reject the kernel's high-entropy address layout.
-      setarch "$(uname -m)" -R build-tsan/tests/ferry_runtime_tests --gtest_filter='CopyQueue.*'
+      # The pool's own tests set their thread counts; the programs run on the machine's default.
+      setarch "$(uname -m)" -R build-tsan/tests/ferry_runtime_tests --gtest_filter='CopyQueue.*:ParallelFor.*:ParallelKernels.*'
       setarch "$(uname -m)" -R build-tsan/tests/ferry_e2e_tests --gtest_filter='Offload.*:Memory.*'
       ;;
     fuzz)

@@ -5,6 +5,7 @@
 #include "compiler/auto_plan.h"
 #include "compiler/cse.h"
 #include "compiler/dce.h"
+#include "compiler/fold_transposes.h"
 #include "compiler/fuse.h"
 #include "compiler/lower_copies.h"
 #include "compiler/materialize_outputs.h"
@@ -19,12 +20,13 @@ namespace ferry::compiler {
 
 namespace {
 
-// Every output gets its own buffer, transfers between memory kinds become asynchronous copies,
-// elementwise chains become fused loops, the scheduler orders the rest for a low device peak, and
-// the copies are placed around it by the cost model. Buffer assignment (plan_memory, an analysis run
-// by compile) plans the final order.
+// Transposes read only by dot_generals go into their dimension numbers, every output gets its own
+// buffer, transfers between memory kinds become asynchronous copies, elementwise chains become fused
+// loops, the scheduler orders the rest for a low device peak, and the copies are placed around it by
+// the cost model. Buffer assignment (plan_memory, an analysis run by compile) plans the final order.
 std::vector<Pass> placement_passes(const CompileOptions& options) {
   std::vector<Pass> passes{
+      {"fold_transposes", fold_transposes},
       {"materialize_outputs", materialize_outputs},
       {"lower_copies", lower_copies},
   };

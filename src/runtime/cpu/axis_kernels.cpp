@@ -2,11 +2,13 @@
 // extreme, as in JAX) and the running reductions cumsum, cummax and cummin (inclusive; may run in
 // place, since element k is read before it is written). The operand is seen as
 // [outer, n, inner] around the axis; f16 and bf16 compute in float, i32 sums wrap.
+#include <algorithm>
 #include <cstdint>
 
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/dtype_dispatch.h"
 #include "runtime/cpu/kernel_groups.h"
+#include "runtime/cpu/parallel.h"
 
 namespace ferry::runtime::cpu {
 namespace {
@@ -26,10 +28,21 @@ AxisView around(const ir::Equation& eq, const Shape& shape, int64_t axis) {
   return v;
 }
 
+// Elements one task walks at least.
+constexpr int64_t kGrainElements = 16384;
+
+// Calls f(o, i) for every (outer, inner) pair, pairs split across the pool; each pair walks its
+// own line of n elements and writes only its own results, so any split gives the same bits.
+template <class F> void for_each_line(const AxisView& v, F&& f) {
+  parallel_for(v.outer * v.inner, std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, v.n)),
+               [&](int64_t b, int64_t e) {
+                 for (int64_t line = b; line < e; ++line) f(line / v.inner, line % v.inner);
+               });
+}
+
 template <class T> void arg_typed(bool is_max, const T* x, int32_t* y, const AxisView& v) {
   using C = compute_t<T>;
-  for (int64_t o = 0; o < v.outer; ++o)
-    for (int64_t i = 0; i < v.inner; ++i) {
+  for_each_line(v, [&](int64_t o, int64_t i) {
       const T* base = x + o * v.n * v.inner + i;
       C best = load(base[0]);
       int32_t at = 0;
@@ -44,13 +57,12 @@ template <class T> void arg_typed(bool is_max, const T* x, int32_t* y, const Axi
         }
       }
       y[o * v.inner + i] = at;
-    }
+  });
 }
 
 // Running combination; `combine` takes and returns the compute type.
 template <class T, class F> void running(const T* x, T* y, const AxisView& v, bool reverse, F combine) {
-  for (int64_t o = 0; o < v.outer; ++o)
-    for (int64_t i = 0; i < v.inner; ++i) {
+  for_each_line(v, [&](int64_t o, int64_t i) {
       const int64_t base = o * v.n * v.inner + i;
       auto acc = load(x[base + (reverse ? v.n - 1 : 0) * v.inner]);
       for (int64_t s = 0; s < v.n; ++s) {
@@ -58,7 +70,7 @@ template <class T, class F> void running(const T* x, T* y, const AxisView& v, bo
         if (s > 0) acc = combine(acc, load(x[at]));
         y[at] = store<T>(acc);
       }
-    }
+  });
 }
 
 }  // namespace

@@ -11,10 +11,15 @@
 #include "runtime/cpu/dims.h"
 #include "runtime/cpu/dtype_dispatch.h"
 #include "runtime/cpu/kernel_groups.h"
+#include "runtime/cpu/odometer.h"
+#include "runtime/cpu/parallel.h"
 #include "runtime/cpu/strided_copy.h"
 
 namespace ferry::runtime::cpu {
 namespace {
+
+// Elements one task of a gather copies at least.
+constexpr int64_t kGrainElements = 16384;
 
 bool contains(const ir::Dims& d, int64_t v) { return std::find(d.begin(), d.end(), v) != d.end(); }
 
@@ -24,23 +29,17 @@ Dims64 strides_of(const Shape& shape) {
   return s;
 }
 
-// Calls f(batch_number, offset) for each index of `shape`, offset = sum index_d * strides_d.
-template <class F> void for_each_index(const Dims64& shape, const Dims64& strides, F&& f) {
-  int64_t count = 1;
-  for (int64_t s : shape) count *= s;
-  Dims64 idx(shape.size(), 0);
-  int64_t off = 0;
-  for (int64_t n = 0; n < count; ++n) {
-    f(n, off);
-    for (size_t k = shape.size(); k-- > 0;) {
-      if (++idx[k] < shape[k]) {
-        off += strides[k];
-        break;
-      }
-      off -= strides[k] * (shape[k] - 1);
-      idx[k] = 0;
-    }
+// The loop over the index vectors: each batch dimension with its stride in the windowed array
+// (dst) and in the indices (src: K per index vector, row-major), so the odometer gives both offsets.
+DimVec<LoopDim> batch_loop(const Dims64& shape, const Dims64& strides, int64_t K) {
+  DimVec<LoopDim> dims;
+  int64_t vectors = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    dims.push_back(LoopDim{shape[d], strides[d], vectors * K});
+    vectors *= shape[d];
   }
+  std::reverse(dims.begin(), dims.end());
+  return dims;
 }
 
 // The operand start of one window: zeros, with the index vector's entries at their dimensions;
@@ -69,26 +68,13 @@ template <class T> void fill_value(DType t, int64_t mode, T* out) {
 
 template <class T> void add_window(const Dims64& shape, T* dst, const Dims64& dst_strides, const T* src,
                                    const Dims64& src_strides) {
-  // Two offset walks in step: the odometer gives the destination offset, a second one the source.
-  Dims64 idx(shape.size(), 0);
-  int64_t count = 1;
-  for (int64_t s : shape) count *= s;
-  int64_t d = 0, s = 0;
-  for (int64_t n = 0; n < count; ++n) {
+  DimVec<LoopDim> dims;
+  for (size_t k = 0; k < shape.size(); ++k) dims.push_back(LoopDim{shape[k], dst_strides[k], src_strides[k]});
+  odometer(dims, [&](int64_t d, int64_t s) {
     if constexpr (std::is_same_v<T, int32_t>)
       dst[d] = static_cast<int32_t>(static_cast<uint32_t>(dst[d]) + static_cast<uint32_t>(src[s]));
     else dst[d] = store<T>(load(dst[d]) + load(src[s]));
-    for (size_t k = shape.size(); k-- > 0;) {
-      if (++idx[k] < shape[k]) {
-        d += dst_strides[k];
-        s += src_strides[k];
-        break;
-      }
-      d -= dst_strides[k] * (shape[k] - 1);
-      s -= src_strides[k] * (shape[k] - 1);
-      idx[k] = 0;
-    }
-  }
+  });
 }
 
 }  // namespace
@@ -131,16 +117,23 @@ void gather_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, st
   alignas(8) char fill[8];
   visit_dtype(x.dtype, [&]<class T>(TypeTag<T>) { fill_value<T>(x.dtype, p.mode, reinterpret_cast<T*>(fill)); });
   const Dims64 zeros(wshape.size(), 0);
-  Dims64 start(r);
-  for_each_index(bshape, bstrides, [&](int64_t b, int64_t out_off) {
-    char* dst = y + out_off * static_cast<int64_t>(es);
-    if (!window_start(idx + b * K, p.start_index_map, x.shape, slice, p.mode == ir::kGatherClip, start)) {
-      strided_copy(es, wshape, dst, wdst, fill, zeros);
-      return;
-    }
-    int64_t off = 0;
-    for (size_t d = 0; d < r; ++d) off += start[d] * xs[d];
-    strided_copy(es, wshape, dst, wdst, src + off * static_cast<int64_t>(es), wsrc);
+  // Windows are disjoint parts of the result: split across the pool, each task at least
+  // kGrainElements elements.
+  int64_t window = 1;
+  for (int64_t w : wshape) window *= w;
+  const DimVec<LoopDim> loop = batch_loop(bshape, bstrides, K);
+  parallel_for(loop_count(loop), std::max<int64_t>(1, kGrainElements / window), [&](int64_t begin, int64_t end) {
+    Dims64 start(r);
+    odometer(loop, begin, end, [&](int64_t out_off, int64_t idx_off) {
+      char* dst = y + out_off * static_cast<int64_t>(es);
+      if (!window_start(idx + idx_off, p.start_index_map, x.shape, slice, p.mode == ir::kGatherClip, start)) {
+        strided_copy(es, wshape, dst, wdst, fill, zeros);
+        return;
+      }
+      int64_t off = 0;
+      for (size_t d = 0; d < r; ++d) off += start[d] * xs[d];
+      strided_copy(es, wshape, dst, wdst, src + off * static_cast<int64_t>(es), wsrc);
+    });
   });
 }
 
@@ -184,8 +177,9 @@ void scatter_add_kernel(const ir::Equation& eq, std::span<const ConstView> input
     } else {
       T* y = outputs[0].as<T>();
       const T* upd = inputs[2].as<T>();
-      for_each_index(bshape, bstrides, [&](int64_t b, int64_t u_off) {
-        if (!window_start(idx + b * K, p.scatter_dims_to_operand_dims, x.shape, window, p.mode == ir::kGatherClip, start))
+      // Serial: two index vectors may name overlapping windows, and the sums must come in order.
+      odometer(batch_loop(bshape, bstrides, K), [&](int64_t u_off, int64_t idx_off) {
+        if (!window_start(idx + idx_off, p.scatter_dims_to_operand_dims, x.shape, window, p.mode == ir::kGatherClip, start))
           return;  // dropped
         int64_t off = 0;
         for (size_t d = 0; d < r; ++d) off += start[d] * xs[d];

@@ -6,6 +6,7 @@
 #include "runtime/cpu/dims.h"
 #include "runtime/cpu/dtype_dispatch.h"
 #include "runtime/cpu/kernel_groups.h"
+#include "runtime/cpu/parallel.h"
 #include "runtime/cpu/strided_copy.h"
 
 namespace ferry::runtime::cpu {
@@ -121,9 +122,11 @@ void concatenate_kernel(const ir::Equation& eq, std::span<const ConstView> input
   for (const ConstView& v : inputs) {
     const int64_t block = v.type->shape[d] * inner * es;
     if (block > 0) {
+      // Rows are disjoint: split across the pool, at least 64 KiB a task.
       const char* x = v.as<char>();
-      for (int64_t o = 0; o < outer; ++o)
-        std::memcpy(y + o * row + col, x + o * block, static_cast<size_t>(block));
+      parallel_for(outer, std::max<int64_t>(1, (int64_t{64} << 10) / block), [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) std::memcpy(y + o * row + col, x + o * block, static_cast<size_t>(block));
+      });
     }
     col += block;
   }

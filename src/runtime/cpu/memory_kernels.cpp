@@ -4,8 +4,21 @@
 
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/kernel_groups.h"
+#include "runtime/cpu/parallel.h"
 
 namespace ferry::runtime::cpu {
+namespace {
+
+// memcpy split across the pool in pieces of at least 256 KiB (below that one thread saturates
+// what a second would add).
+void parallel_memcpy(void* dst, const void* src, int64_t bytes) {
+  constexpr int64_t kGrainBytes = int64_t{256} << 10;
+  parallel_for(bytes, kGrainBytes, [&](int64_t b, int64_t e) {
+    std::memcpy(static_cast<char*>(dst) + b, static_cast<const char*>(src) + b, static_cast<size_t>(e - b));
+  });
+}
+
+}  // namespace
 
 void device_put_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
                        std::span<const MutView> outputs, Workspace& workspace) {
@@ -14,7 +27,7 @@ void device_put_kernel(const ir::Equation& eq, std::span<const ConstView> inputs
   const ir::Type& out = *outputs[0].type;
   if (in.dtype != out.dtype || in.shape != out.shape) kernel_bug(eq, "operand and result types differ");
   if (out.size_bytes() > 0 && outputs[0].data != inputs[0].data)
-    std::memcpy(outputs[0].data, inputs[0].data, static_cast<size_t>(out.size_bytes()));
+    parallel_memcpy(outputs[0].data, inputs[0].data, out.size_bytes());
 }
 
 // bitcast_convert_type: the same bytes under another dtype of the same width.
@@ -25,7 +38,7 @@ void bitcast_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, s
   const ir::Type& out = *outputs[0].type;
   if (in.size_bytes() != out.size_bytes() || in.shape != out.shape) kernel_bug(eq, "operand and result sizes differ");
   if (out.size_bytes() > 0 && outputs[0].data != inputs[0].data)
-    std::memcpy(outputs[0].data, inputs[0].data, static_cast<size_t>(out.size_bytes()));
+    parallel_memcpy(outputs[0].data, inputs[0].data, out.size_bytes());
 }
 
 }  // namespace ferry::runtime::cpu

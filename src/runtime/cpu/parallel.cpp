@@ -1,14 +1,210 @@
-// Serial placeholder of the pool (issue 15 replaces it with a pool of threads): the contract of
-// parallel.h holds with one thread.
+// The process's pool of compute threads behind parallel_for.
+//
+// Why not TBB: see README's dependency list (Debian's libtbb is not built for ThreadSanitizer, so
+// `tools/sanitize.sh tsan` cannot see its synchronisation; the pool below is small and TSan-clean).
+//
+// Design: num_threads() - 1 workers plus the calling thread. A parallel_for publishes a Job (the
+// function, n and a fixed number of chunks) on a list of open jobs and then claims chunks itself,
+// like any worker, from the job's atomic counter until none are left; it then waits (blocking, no
+// spinning: the cores are shared with OpenBLAS) until the chunks others claimed have finished.
+// Because the caller always works on its own job and only waits for chunks that are already
+// running, a nested parallel_for (fn calling parallel_for, or a kernel run on a pool thread) cannot
+// deadlock: at worst the nested job runs on its caller alone.
+//
+// Sizing: FERRY_NUM_THREADS when set (a positive integer), else std::thread::hardware_concurrency().
+// The pool is made on first use and lives until exit.
+//
+// OpenBLAS: the pool is the process's only source of compute threads. Making it sets OpenBLAS to
+// one thread, and the dot kernel splits a large gemm into blocks of rows run on the pool (measured
+// against OpenBLAS's own threads in /work/notes/threads.md and docs: its pthread build's idle
+// threads spin in sched_yield for a long time after each call, which took ~30% of the CPU next to
+// our kernels and the copy queue's thread). Calls from several threads at once are safe in a
+// single-threaded OpenBLAS setting (each call takes its own buffers).
 #include "runtime/cpu/parallel.h"
 
-namespace ferry::runtime::cpu {
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
 
-void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
-  (void)grain;
-  if (n > 0) fn(0, n);
+#include <cblas.h>
+
+namespace ferry::runtime::cpu {
+namespace {
+
+// Chunks per thread: more than one so that a thread that finishes early takes another, few enough
+// that claiming costs nothing next to a chunk of at least `grain` elements.
+constexpr int64_t kChunksPerThread = 4;
+
+// One parallel_for in flight. It lives on its caller's stack: the caller returns only when every
+// chunk is counted and no worker holds it any more (`users`, guarded by the pool's mutex).
+struct Job {
+  const RangeFn* fn = nullptr;
+  int64_t n = 0;
+  int64_t chunks = 0;
+  std::atomic<int64_t> next{0};  // the next chunk to claim
+  std::atomic<int64_t> done{0};  // chunks finished (run, skipped after an error, or failed)
+  std::atomic<bool> failed{false};
+  int users = 0;  // workers that took this job from the list and have not let go
+  std::mutex error_mutex;
+  std::exception_ptr error;
+
+  // Claims and runs chunks until none are left.
+  void work() {
+    for (int64_t c = next.fetch_add(1, std::memory_order_relaxed); c < chunks;
+         c = next.fetch_add(1, std::memory_order_relaxed)) {
+      // Balanced bounds: every chunk holds floor(n / chunks) or one more, which is >= grain.
+      const int64_t begin = n * c / chunks, end = n * (c + 1) / chunks;
+      if (!failed.load(std::memory_order_relaxed)) {
+        try {
+          (*fn)(begin, end);
+        } catch (...) {
+          std::lock_guard lock(error_mutex);
+          if (!error) error = std::current_exception();
+          failed.store(true, std::memory_order_relaxed);
+        }
+      }
+      // release: the chunk's writes happen-before the caller's return (it reads done with acquire).
+      // The caller is still waiting for this chunk, so the Job is alive for the notify.
+      if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done.notify_all();
+    }
+  }
+
+  bool open() const { return next.load(std::memory_order_relaxed) < chunks; }
+};
+
+class Pool {
+ public:
+  explicit Pool(int threads) : threads_(threads) {
+    openblas_set_num_threads(1);
+    jobs_.reserve(256);  // nesting depth times callers; growing later would allocate inside a kernel
+    workers_.reserve(static_cast<size_t>(threads - 1));
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  }
+
+  ~Pool() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : workers_) t.join();
+  }
+
+  int threads() const { return threads_; }
+
+  void run(int64_t n, int64_t chunks, const RangeFn& fn) {
+    Job job;
+    job.fn = &fn;
+    job.n = n;
+    job.chunks = chunks;
+    {
+      std::lock_guard lock(mutex_);
+      jobs_.push_back(&job);
+    }
+    // One wake per chunk beyond the caller's own, at most one per worker.
+    if (chunks - 1 >= static_cast<int64_t>(workers_.size())) wake_.notify_all();
+    else
+      for (int64_t i = 0; i + 1 < chunks; ++i) wake_.notify_one();
+    job.work();
+    for (int64_t d = job.done.load(std::memory_order_acquire); d != chunks;
+         d = job.done.load(std::memory_order_acquire))
+      job.done.wait(d, std::memory_order_acquire);
+    {
+      std::unique_lock lock(mutex_);
+      jobs_.erase(std::find(jobs_.begin(), jobs_.end(), &job));
+      released_.wait(lock, [&] { return job.users == 0; });
+    }
+    if (job.error) std::rethrow_exception(job.error);
+  }
+
+ private:
+  // The newest open job: nested jobs come after their parents, and finishing them first is what
+  // lets the parents' chunks finish.
+  Job* open_job() const {
+    for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it)
+      if ((*it)->open()) return *it;
+    return nullptr;
+  }
+
+  void worker_loop() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      Job* job = nullptr;
+      wake_.wait(lock, [&] { return stop_ || (job = open_job()) != nullptr; });
+      if (stop_) return;
+      ++job->users;
+      lock.unlock();
+      job->work();  // fn is only called for claimed chunks, which the caller waits for
+      lock.lock();
+      if (--job->users == 0) released_.notify_all();
+    }
+  }
+
+  const int threads_;
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;      // workers: a job was published, or stop
+  std::condition_variable released_;  // callers: a worker let go of a job
+  std::vector<Job*> jobs_;            // published and not yet returned, oldest first
+  bool stop_ = false;
+};
+
+int configured_threads() {
+  if (const char* env = std::getenv("FERRY_NUM_THREADS")) {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && v > 0) return static_cast<int>(std::min<long>(v, 1024));
+    // A malformed value falls back to the machine's size rather than failing every kernel.
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
-int num_threads() { return 1; }
+std::unique_ptr<Pool>& pool_slot() {
+  static std::unique_ptr<Pool> slot;
+  return slot;
+}
+
+Pool& pool() {
+  // Made once, thread-safely, on first use; set_num_threads may replace it later.
+  static const bool made = [] {
+    pool_slot() = std::make_unique<Pool>(configured_threads());
+    return true;
+  }();
+  (void)made;
+  return *pool_slot();
+}
+
+}  // namespace
+
+void parallel_for(int64_t n, int64_t grain, RangeFn fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  if (n < 2 * grain) {
+    fn(0, n);
+    return;
+  }
+  Pool& p = pool();
+  if (p.threads() == 1) {
+    fn(0, n);
+    return;
+  }
+  const int64_t chunks = std::min(n / grain, kChunksPerThread * p.threads());
+  p.run(n, chunks, fn);
+}
+
+int num_threads() { return pool().threads(); }
+
+void set_num_threads(int threads) {
+  pool();  // the first pool, so that it cannot replace this one later
+  pool_slot().reset();
+  pool_slot() = std::make_unique<Pool>(std::max(1, threads));
+}
 
 }  // namespace ferry::runtime::cpu

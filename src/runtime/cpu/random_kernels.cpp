@@ -5,6 +5,7 @@
 
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/kernel_groups.h"
+#include "runtime/cpu/parallel.h"
 
 namespace ferry::runtime::cpu {
 namespace {
@@ -60,11 +61,16 @@ void threefry_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, 
   auto* y0 = outputs[0].as<uint32_t>();
   auto* y1 = outputs[1].as<uint32_t>();
   const int64_t s0 = inputs[0].type->rank() == 0 ? 0 : 1, s1 = inputs[1].type->rank() == 0 ? 0 : 1;
-  // One key for all counters (random.h's case) makes a loop that vectorises.
-  if (s0 == 0 && s1 == 0) return encrypt<0, 0>(k0, k1, x0, x1, y0, y1, n);
-  if (s0 == 0) return encrypt<0, 1>(k0, k1, x0, x1, y0, y1, n);
-  if (s1 == 0) return encrypt<1, 0>(k0, k1, x0, x1, y0, y1, n);
-  encrypt<1, 1>(k0, k1, x0, x1, y0, y1, n);
+  // Counters are independent: any split across the pool gives the same bits. One key for all
+  // counters (random.h's case) makes a loop that vectorises.
+  constexpr int64_t kGrain = 8192;  // ~20 us of rounds per task
+  parallel_for(n, kGrain, [&](int64_t b, int64_t e) {
+    const uint32_t *kb0 = k0 + b * s0, *kb1 = k1 + b * s1;
+    if (s0 == 0 && s1 == 0) encrypt<0, 0>(kb0, kb1, x0 + b, x1 + b, y0 + b, y1 + b, e - b);
+    else if (s0 == 0) encrypt<0, 1>(kb0, kb1, x0 + b, x1 + b, y0 + b, y1 + b, e - b);
+    else if (s1 == 0) encrypt<1, 0>(kb0, kb1, x0 + b, x1 + b, y0 + b, y1 + b, e - b);
+    else encrypt<1, 1>(kb0, kb1, x0 + b, x1 + b, y0 + b, y1 + b, e - b);
+  });
 }
 
 }  // namespace ferry::runtime::cpu

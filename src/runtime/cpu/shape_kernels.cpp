@@ -7,9 +7,16 @@
 #include "runtime/cpu/convert.h"
 #include "runtime/cpu/dims.h"
 #include "runtime/cpu/kernel_groups.h"
+#include "runtime/cpu/parallel.h"
 #include "runtime/cpu/strided_copy.h"
 
 namespace ferry::runtime::cpu {
+namespace {
+
+// Elements one task of a fill or copy writes at least (64 KiB of f32).
+constexpr int64_t kGrainElements = 16384;
+
+}  // namespace
 
 void iota_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
                  std::span<const MutView> outputs, Workspace& workspace) {
@@ -26,8 +33,12 @@ void iota_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
   visit_dtype(out.dtype, [&]<class T>(TypeTag<T>) {
     T* y = outputs[0].as<T>();
     // The first block of n * inner values, each value converted once, then copies of it.
-    for (int64_t i = 0; i < n; ++i) std::fill_n(y + i * inner, inner, convert_value<T>(static_cast<int32_t>(i)));
-    for (int64_t o = 1; o < outer; ++o) std::copy_n(y, n * inner, y + o * n * inner);
+    parallel_for(n, std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, inner)), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) std::fill_n(y + i * inner, inner, convert_value<T>(static_cast<int32_t>(i)));
+    });
+    parallel_for(outer - 1, std::max<int64_t>(1, kGrainElements / (n * inner)), [&](int64_t b, int64_t e) {
+      for (int64_t o = b + 1; o < e + 1; ++o) std::copy_n(y, n * inner, y + o * n * inner);
+    });
   });
 }
 
@@ -37,7 +48,9 @@ void constant_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
   const auto& p = params_of<ir::ConstantParams>(eq);
   const ir::Type& out = *outputs[0].type;
   visit_dtype(out.dtype, [&]<class T>(TypeTag<T>) {
-    std::fill_n(outputs[0].as<T>(), out.num_elements(), convert_value<T>(p.value));
+    T* y = outputs[0].as<T>();
+    const T v = convert_value<T>(p.value);
+    parallel_for(out.num_elements(), kGrainElements, [&](int64_t b, int64_t e) { std::fill(y + b, y + e, v); });
   });
 }
 

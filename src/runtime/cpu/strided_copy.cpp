@@ -7,13 +7,13 @@
 
 #include "ferry/error.h"
 #include "runtime/cpu/dims.h"
+#include "runtime/cpu/odometer.h"
+#include "runtime/cpu/parallel.h"
 
 namespace ferry::runtime::cpu {
 namespace {
 
-struct Dim {
-  int64_t size, dst, src;
-};
+using Dim = LoopDim;
 
 // Drops size-1 dimensions and merges a dimension into its inner neighbour when both sides are
 // contiguous across them. Returns false when the shape has no elements.
@@ -35,25 +35,15 @@ bool simplify(std::span<const int64_t> shape, std::span<const int64_t> dst_strid
   return true;
 }
 
-// Calls body(dst_offset, src_offset) for every index of `outer`, in row-major order.
-template <class Body> void odometer(const DimVec<Dim>& outer, Body&& body) {
-  int64_t count = 1;
-  for (const Dim& d : outer) count *= d.size;
-  Dims64 idx(outer.size(), 0);
-  int64_t doff = 0, soff = 0;
-  for (int64_t it = 0; it < count; ++it) {
-    body(doff, soff);
-    for (size_t k = outer.size(); k-- > 0;) {
-      if (++idx[k] < outer[k].size) {
-        doff += outer[k].dst;
-        soff += outer[k].src;
-        break;
-      }
-      idx[k] = 0;
-      doff -= outer[k].dst * (outer[k].size - 1);
-      soff -= outer[k].src * (outer[k].size - 1);
-    }
-  }
+// Elements one task of a copy moves at least: below this a thread's start-up costs more than the
+// copy (64 KiB of f32).
+constexpr int64_t kGrainElements = 16384;
+
+// Runs body(dst_offset, src_offset) for every index of `outer`, split across the pool; each index
+// moves `per_index` elements. Every index writes its own elements, so any split gives the same bits.
+template <class Body> void parallel_odometer(const DimVec<Dim>& outer, int64_t per_index, Body&& body) {
+  const int64_t grain = std::max<int64_t>(1, kGrainElements / std::max<int64_t>(1, per_index));
+  parallel_for(loop_count(outer), grain, [&](int64_t begin, int64_t end) { odometer(outer, begin, end, body); });
 }
 
 constexpr int64_t kTile = 32;
@@ -68,11 +58,11 @@ template <class E> void copy_typed(DimVec<Dim> dims, E* dst, const E* src) {
 
   if (inner.dst == 1 && inner.src == 1) {
     const size_t bytes = static_cast<size_t>(inner.size) * sizeof(E);
-    odometer(dims, [&](int64_t d, int64_t s) { std::memcpy(dst + d, src + s, bytes); });
+    parallel_odometer(dims, inner.size, [&](int64_t d, int64_t s) { std::memcpy(dst + d, src + s, bytes); });
     return;
   }
   if (inner.src == 0) {
-    odometer(dims, [&](int64_t d, int64_t s) {
+    parallel_odometer(dims, inner.size, [&](int64_t d, int64_t s) {
       const E v = src[s];
       E* out = dst + d;
       if (inner.dst == 1) {
@@ -90,25 +80,31 @@ template <class E> void copy_typed(DimVec<Dim> dims, E* dst, const E* src) {
     if (t != dims.end()) {
       const Dim tile = *t;
       dims.erase(t);
-      odometer(dims, [&](int64_t d, int64_t s) {
-        E* out = dst + d;
-        const E* in = src + s;
-        for (int64_t i0 = 0; i0 < tile.size; i0 += kTile) {
-          const int64_t i1 = std::min(i0 + kTile, tile.size);
-          for (int64_t j0 = 0; j0 < inner.size; j0 += kTile) {
-            const int64_t j1 = std::min(j0 + kTile, inner.size);
-            for (int64_t i = i0; i < i1; ++i) {
-              E* orow = out + i * tile.dst;
-              const E* icol = in + i;
-              for (int64_t j = j0; j < j1; ++j) orow[j] = icol[j * inner.src];
+      // Tasks are (outer index, block of kTile rows of the tile dimension): a 2-D transpose has
+      // no outer index, and its blocks are what spreads it across the pool.
+      const int64_t blocks = (tile.size + kTile - 1) / kTile;
+      const int64_t grain = std::max<int64_t>(1, kGrainElements / (kTile * inner.size));
+      parallel_for(loop_count(dims) * blocks, grain, [&](int64_t begin, int64_t end) {
+        for (int64_t task = begin; task < end; ++task) {
+          const int64_t o = task / blocks, i0 = task % blocks * kTile, i1 = std::min(i0 + kTile, tile.size);
+          odometer(dims, o, o + 1, [&](int64_t d, int64_t s) {
+            E* out = dst + d;
+            const E* in = src + s;
+            for (int64_t j0 = 0; j0 < inner.size; j0 += kTile) {
+              const int64_t j1 = std::min(j0 + kTile, inner.size);
+              for (int64_t i = i0; i < i1; ++i) {
+                E* orow = out + i * tile.dst;
+                const E* icol = in + i;
+                for (int64_t j = j0; j < j1; ++j) orow[j] = icol[j * inner.src];
+              }
             }
-          }
+          });
         }
       });
       return;
     }
   }
-  odometer(dims, [&](int64_t d, int64_t s) {
+  parallel_odometer(dims, inner.size, [&](int64_t d, int64_t s) {
     E* out = dst + d;
     const E* in = src + s;
     for (int64_t j = 0; j < inner.size; ++j) out[j * inner.dst] = in[j * inner.src];
