@@ -29,16 +29,6 @@ namespace {
 constexpr int64_t kCublasWorkspace = int64_t{4} << 20;
 constexpr int64_t kCublasAlignment = 256;
 
-std::vector<int64_t> dense_strides(const Shape& shape) {
-  std::vector<int64_t> s(shape.size());
-  int64_t stride = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    s[d] = stride;
-    stride *= shape[d];
-  }
-  return s;
-}
-
 bool contains(const ir::Dims& d, int64_t v) {
   for (int64_t x : d)
     if (x == v) return true;

@@ -51,16 +51,6 @@ void expect_arity(const ir::Equation& eq, std::span<const ConstView> inputs, std
                                inputs.size(), outputs.size()));
 }
 
-std::vector<int64_t> dense_strides(const Shape& shape) {
-  std::vector<int64_t> s(shape.size());
-  int64_t stride = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    s[d] = stride;
-    stride *= shape[d];
-  }
-  return s;
-}
-
 void copy_bytes(void* dst, const void* src, int64_t bytes, Stream stream) {
   if (bytes > 0 && dst != src)
     check_cuda(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDefault,
@@ -616,12 +606,24 @@ KernelFn kernel(Primitive p) {
     case scan: case checkpoint: case custom_vjp: case cond: case while_loop:  // bodies: run by the executable
     case copy_start: case copy_done:  // asynchronous copies: run on the copy engine
       return nullptr;
+    case fused:  // no fused kernel yet: compile does not fuse for this backend (compiler/compile.cpp)
+      return nullptr;
   }
   return nullptr;
 }
 
 WorkspaceSizeFn workspace_size(Primitive p) {
   return p == Primitive::dot_general ? dot_general_workspace : nullptr;
+}
+
+std::vector<int64_t> dense_strides(const Shape& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t stride = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    s[d] = stride;
+    stride *= shape[d];
+  }
+  return s;
 }
 
 }  // namespace ferry::runtime::cuda

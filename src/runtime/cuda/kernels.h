@@ -1,7 +1,9 @@
 // Private to the CUDA backend: its kernel table, and what the kernels share.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "ferry/primitive.h"
 #include "runtime/kernel.h"
@@ -17,6 +19,9 @@ void dot_general_kernel(const ir::Equation& eq, std::span<const ConstView> input
                         Workspace& workspace, Stream stream);
 int64_t dot_general_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
                               std::span<const ir::Type* const> outputs);
+
+// Row-major strides (in elements) of a dense array of this shape.
+std::vector<int64_t> dense_strides(const Shape& shape);
 
 // INTERNAL errors: buffers that contradict the equation, a launch the driver refused, a CUDA call
 // that failed (`status` is a cudaError_t).
