@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "runtime/axis_view.h"
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/dtype_dispatch.h"
 #include "runtime/cpu/kernel_groups.h"
@@ -13,19 +14,9 @@
 namespace ferry::runtime::cpu {
 namespace {
 
-struct AxisView {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
 AxisView around(const ir::Equation& eq, const Shape& shape, int64_t axis) {
   if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) kernel_bug(eq, "axis out of range");
-  AxisView v;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (static_cast<int64_t>(d) < axis) v.outer *= shape[d];
-    else if (static_cast<int64_t>(d) > axis) v.inner *= shape[d];
-  }
-  v.n = shape[static_cast<size_t>(axis)];
-  return v;
+  return axis_view(shape, axis);
 }
 
 // Elements one task walks at least.

@@ -14,6 +14,7 @@
 
 #include "ferry/error.h"
 #include "ir/type.h"
+#include "runtime/axis_view.h"
 #include "runtime/cuda/launch.h"
 
 namespace ferry::runtime::cuda {
@@ -400,19 +401,9 @@ void reduce_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, st
   check_launch(eq);
 }
 
-struct AxisView {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
 AxisView around(const ir::Equation& eq, const Shape& shape, int64_t axis) {
   if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) kernel_bug(eq, "axis out of range");
-  AxisView v;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (static_cast<int64_t>(d) < axis) v.outer *= shape[d];
-    else if (static_cast<int64_t>(d) > axis) v.inner *= shape[d];
-  }
-  v.n = shape[static_cast<size_t>(axis)];
-  return v;
+  return axis_view(shape, axis);
 }
 
 void arg_reduce_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
