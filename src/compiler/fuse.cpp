@@ -216,6 +216,8 @@ class Fuser {
       ir::Equation fused;
       fused.prim = Primitive::fused;
       fused.params = ir::NoParams{};
+      fused.rematerialized = std::all_of(groups_[g].members.begin(), groups_[g].members.end(),
+                                         [&](size_t m) { return p_.equations[m].rematerialized; });
       std::shared_ptr<ir::Program> body = body_of(groups_[g].members, results[g], &fused.inputs);
       fused.outputs = results[g];
       fused.subprograms.push_back(std::move(body));
