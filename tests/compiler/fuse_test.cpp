@@ -229,6 +229,38 @@ TEST(Fuse, IntegerWorkWithoutAFusedFormStaysOut) {
   EXPECT_EQ(run(text, false), text);
 }
 
+TEST(Fuse, AGroupOfRecomputationIsARecomputation) {
+  // exp and neg recompute (rematerialized): their group is too, so the scheduler runs it just
+  // before its reader; the group with the forward mul is not.
+  EXPECT_EQ(run("program @main(%0: f32[4]) {\n"
+                "  %1 = exp %0 : f32[4] !remat\n"
+                "  %2 = neg %1 : f32[4] !remat\n"
+                "  %3 = tanh %0 : f32[4] !remat\n"
+                "  %4 = mul %3, %3 : f32[4]\n"
+                "  %5 = dot_general[lhs_contracting=[0], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %2, %4 : f32[]\n"
+                "  return %5\n"
+                "}\n",
+                true),
+            "program @main(%0: f32[4]) {\n"
+            "  %1 = fused %0 : f32[4] !remat {\n"
+            "    program @fused(%0: f32[4]) {\n"
+            "      %1 = exp %0 : f32[4] !remat\n"
+            "      %2 = neg %1 : f32[4] !remat\n"
+            "      return %2\n"
+            "    }\n"
+            "  }\n"
+            "  %2 = fused %0 : f32[4] {\n"
+            "    program @fused(%0: f32[4]) {\n"
+            "      %1 = tanh %0 : f32[4] !remat\n"
+            "      %2 = mul %1, %1 : f32[4]\n"
+            "      return %2\n"
+            "    }\n"
+            "  }\n"
+            "  %3 = dot_general[lhs_contracting=[0], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %1, %2 : f32[]\n"
+            "  return %3\n"
+            "}\n");
+}
+
 void expect_rejected(const std::string& text, const std::string& what) {
   try {
     ir::verify(*ir::parse(text));
