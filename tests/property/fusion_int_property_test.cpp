@@ -1,4 +1,4 @@
-// Fusion on random programs of integer work, as random bits and masks make it: iota (in the
+// Fusion on random programs of integer work, as random bits and masks make it: iota (i32 or f32, in the
 // domain's shape, or over the flat element count and reshaped), i32 constants (scalar and
 // full-shape), wrapping arithmetic, bitwise operations, shifts by any amount (XLA: 32 or more gives
 // 0), threefry2x32's two words, comparisons to bool, selects, converts between i32, f32 and bool,
@@ -89,7 +89,9 @@ Generated generate(uint32_t seed) {
   for (int i = 0; i < ops; ++i) {
     switch (pick(11)) {
       case 0:  // iota: along a dimension of the domain, or the flat counters reshaped
-        if (pick(2)) {
+        if (pick(4) == 0) {
+          emit(fmt::format("iota[dtype=f32, shape={}, dimension={}]", D, pick(rank)), 'f');
+        } else if (pick(2)) {
           emit(fmt::format("iota[dtype=i32, shape={}, dimension={}]", D, pick(rank)), 'i');
         } else {
           const int flat = line(fmt::format("iota[dtype=i32, shape=[{}], dimension=0]", n), fmt::format("i32[{}]", n));

@@ -365,28 +365,31 @@ void run_block(const ir::Equation& eq, const Recipe& r, std::span<const ConstVie
         break;
       }
       case Step::Op::iota: {
-        // The value at the block's linear index L is (L / inner) % n: runs of `inner` equal values.
+        // The value at the block's linear index L is (L / inner) % n: runs of `inner` equal values
+        // (inner > 1), or counts up to n and around again (inner == 1, a loop that vectorizes).
         const bool as_i32 = s.out_dtype == DType::i32;
-        auto put = [&](int64_t i, int64_t v) {
-          if (as_i32) {
-            const auto u = static_cast<uint32_t>(v);
-            std::memcpy(y + i, &u, 4);
-          } else {
-            y[i] = static_cast<float>(static_cast<int32_t>(v));
-          }
-        };
+        auto* wy = reinterpret_cast<uint32_t*>(y);
         if (w == Width::scalar) {
-          put(0, 0);
+          if (as_i32) wy[0] = 0;
+          else y[0] = 0.0f;
           break;
         }
         const int64_t first = b.row0 * l.cols;
         int64_t q = (first / s.iota_inner) % s.iota_n, r0 = first % s.iota_inner;
         for (int64_t i = 0; i < n;) {
-          const int64_t run = std::min(n - i, s.iota_inner - r0);
-          for (int64_t j = 0; j < run; ++j) put(i + j, q);
+          const int64_t run = s.iota_inner == 1 ? std::min(n - i, s.iota_n - q) : std::min(n - i, s.iota_inner - r0);
+          const auto q32 = static_cast<int32_t>(q);
+          if (s.iota_inner == 1) {
+            if (as_i32) for (int64_t j = 0; j < run; ++j) wy[i + j] = static_cast<uint32_t>(q32) + static_cast<uint32_t>(j);
+            else for (int64_t j = 0; j < run; ++j) y[i + j] = static_cast<float>(q32 + static_cast<int32_t>(j));
+            q = 0;
+          } else {
+            if (as_i32) std::fill_n(wy + i, run, static_cast<uint32_t>(q32));
+            else std::fill_n(y + i, run, static_cast<float>(q32));
+            r0 = 0;
+            if (++q == s.iota_n) q = 0;
+          }
           i += run;
-          r0 = 0;
-          if (++q == s.iota_n) q = 0;
         }
         break;
       }
