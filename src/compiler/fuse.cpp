@@ -12,17 +12,23 @@ namespace {
 
 
 bool fusible_type(const ir::Type& t) {
-  return (t.dtype == DType::f32 || t.dtype == DType::boolean) && t.kind == MemoryKind::device;
+  return (t.dtype == DType::f32 || t.dtype == DType::boolean || t.dtype == DType::i32) && t.kind == MemoryKind::device;
 }
 
 // Whether eq may join a group (its shapes are checked when the group's body is laid out).
 bool candidate(const ir::Program& p, const ir::Equation& eq) {
+  // threefry2x32 is one fused step with its two words; every other member makes one value.
+  const size_t num_out = eq.prim == Primitive::threefry2x32 ? 2 : 1;
   if (!prims::fusible_primitive(eq.prim) || eq.prim == Primitive::constant || !eq.subprograms.empty() ||
-      eq.outputs.size() != 1)
+      eq.outputs.size() != num_out)
     return false;
   for (ir::ValueId v : eq.inputs)
     if (!fusible_type(p.type(v))) return false;
-  if (!fusible_type(p.type(eq.outputs[0]))) return false;
+  for (ir::ValueId v : eq.outputs)
+    if (!fusible_type(p.type(v))) return false;
+  // A reshape joins only on i32 values (random counters: reshape(iota)); an f32 activation's
+  // reshape stays a kernel of its own, which runs in place where its operand dies there.
+  if (eq.prim == Primitive::reshape && p.type(eq.outputs[0]).dtype != DType::i32) return false;
   if (eq.prim == Primitive::reduce_sum || eq.prim == Primitive::reduce_max || eq.prim == Primitive::reduce_min) {
     const ir::Type& x = p.type(eq.inputs[0]);
     return x.num_elements() / std::max<int64_t>(1, p.type(eq.outputs[0]).num_elements()) <= prims::kFusedBlock;
@@ -92,7 +98,7 @@ class Fuser {
         groups_.push_back(Group{{e}});
         joined = static_cast<int>(groups_.size() - 1);
       }
-      group_of_value_[static_cast<size_t>(eq.outputs[0])] = joined;
+      for (ir::ValueId v : eq.outputs) group_of_value_[static_cast<size_t>(v)] = joined;
     }
     for (int g : producers)
       if (g != joined) groups_[static_cast<size_t>(g)].closed = true;
@@ -210,6 +216,8 @@ class Fuser {
       ir::Equation fused;
       fused.prim = Primitive::fused;
       fused.params = ir::NoParams{};
+      fused.rematerialized = std::all_of(groups_[g].members.begin(), groups_[g].members.end(),
+                                         [&](size_t m) { return p_.equations[m].rematerialized; });
       std::shared_ptr<ir::Program> body = body_of(groups_[g].members, results[g], &fused.inputs);
       fused.outputs = results[g];
       fused.subprograms.push_back(std::move(body));

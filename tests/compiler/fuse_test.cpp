@@ -143,6 +143,124 @@ TEST(Fuse, FusedTextRoundTripsAndVerifies) {
   EXPECT_FALSE(fuse_elementwise(*back)) << "a fused program has nothing left to fuse";
 }
 
+TEST(Fuse, RandomBitsAndMasksJoinTheirConsumer) {
+  // Dropout's bits as jax.random makes them (counters: a flat iota reshaped; threefry2x32's two
+  // words; xor, shift, or and bitcast to [1, 2)) and a causal mask (two iotas and le) join the
+  // masked softmax that reads them: one group, nothing materialized but its results. Full-shape
+  // i32 constants are copied in (a scalar each in the kernel).
+  EXPECT_EQ(run(
+                "program @main(%0: f32[2,8], %1: i32[], %2: i32[]) {\n"
+                "  %3 = iota[dtype=i32, shape=[16], dimension=0] : i32[16]\n"
+                "  %4 = reshape[new_sizes=[2,8]] %3 : i32[2,8]\n"
+                "  %5 = constant[value=0, dtype=i32, shape=[2,8]] : i32[2,8]\n"
+                "  %6, %7 = threefry2x32 %1, %2, %5, %4 : i32[2,8], i32[2,8]\n"
+                "  %8 = xor %6, %7 : i32[2,8]\n"
+                "  %9 = constant[value=9, dtype=i32, shape=[2,8]] : i32[2,8]\n"
+                "  %10 = shift_right_logical %8, %9 : i32[2,8]\n"
+                "  %11 = constant[value=1065353216, dtype=i32, shape=[2,8]] : i32[2,8]\n"
+                "  %12 = or %10, %11 : i32[2,8]\n"
+                "  %13 = bitcast_convert_type[new_dtype=f32] %12 : f32[2,8]\n"
+                "  %14 = constant[value=1, dtype=f32, shape=[]] : f32[]\n"
+                "  %15 = sub %13, %14 : f32[2,8]\n"
+                "  %16 = constant[value=0.5, dtype=f32, shape=[]] : f32[]\n"
+                "  %17 = lt %15, %16 : bool[2,8]\n"
+                "  %18 = iota[dtype=i32, shape=[2,8], dimension=0] : i32[2,8]\n"
+                "  %19 = iota[dtype=i32, shape=[2,8], dimension=1] : i32[2,8]\n"
+                "  %20 = le %19, %18 : bool[2,8]\n"
+                "  %21 = constant[value=-1000000000, dtype=f32, shape=[]] : f32[]\n"
+                "  %22 = select %20, %0, %21 : f32[2,8]\n"
+                "  %23 = reduce_max[axes=[1]] %22 : f32[2]\n"
+                "  %24 = broadcast_in_dim[shape=[2,8], broadcast_dimensions=[0]] %23 : f32[2,8]\n"
+                "  %25 = sub %22, %24 : f32[2,8]\n"
+                "  %26 = exp %25 : f32[2,8]\n"
+                "  %27 = constant[value=0, dtype=f32, shape=[]] : f32[]\n"
+                "  %28 = select %17, %26, %27 : f32[2,8]\n"
+                "  return %28, %23\n"
+                "}\n",
+                true),
+            "program @main(%0: f32[2,8], %1: i32[], %2: i32[]) {\n"
+            "  %3, %4 = fused %1, %2, %0 : f32[2], f32[2,8] {\n"
+            "    program @fused(%0: i32[], %1: i32[], %2: f32[2,8]) {\n"
+            "      %3 = constant[value=0, dtype=i32, shape=[2,8]] : i32[2,8]\n"
+            "      %4 = constant[value=9, dtype=i32, shape=[2,8]] : i32[2,8]\n"
+            "      %5 = constant[value=1065353216, dtype=i32, shape=[2,8]] : i32[2,8]\n"
+            "      %6 = constant[value=1, dtype=f32, shape=[]] : f32[]\n"
+            "      %7 = constant[value=0.5, dtype=f32, shape=[]] : f32[]\n"
+            "      %8 = constant[value=-1000000000, dtype=f32, shape=[]] : f32[]\n"
+            "      %9 = constant[value=0, dtype=f32, shape=[]] : f32[]\n"
+            "      %10 = iota[dtype=i32, shape=[16], dimension=0] : i32[16]\n"
+            "      %11 = reshape[new_sizes=[2,8]] %10 : i32[2,8]\n"
+            "      %12, %13 = threefry2x32 %0, %1, %3, %11 : i32[2,8], i32[2,8]\n"
+            "      %14 = xor %12, %13 : i32[2,8]\n"
+            "      %15 = shift_right_logical %14, %4 : i32[2,8]\n"
+            "      %16 = or %15, %5 : i32[2,8]\n"
+            "      %17 = bitcast_convert_type[new_dtype=f32] %16 : f32[2,8]\n"
+            "      %18 = sub %17, %6 : f32[2,8]\n"
+            "      %19 = lt %18, %7 : bool[2,8]\n"
+            "      %20 = iota[dtype=i32, shape=[2,8], dimension=0] : i32[2,8]\n"
+            "      %21 = iota[dtype=i32, shape=[2,8], dimension=1] : i32[2,8]\n"
+            "      %22 = le %21, %20 : bool[2,8]\n"
+            "      %23 = select %22, %2, %8 : f32[2,8]\n"
+            "      %24 = reduce_max[axes=[1]] %23 : f32[2]\n"
+            "      %25 = broadcast_in_dim[shape=[2,8], broadcast_dimensions=[0]] %24 : f32[2,8]\n"
+            "      %26 = sub %23, %25 : f32[2,8]\n"
+            "      %27 = exp %26 : f32[2,8]\n"
+            "      %28 = select %19, %27, %9 : f32[2,8]\n"
+            "      return %24, %28\n"
+            "    }\n"
+            "  }\n"
+            "  return %4, %3\n"
+            "}\n");
+}
+
+TEST(Fuse, IntegerWorkWithoutAFusedFormStaysOut) {
+  // i32 reductions and divisions have no fused kernel; an f32 reshape stays a kernel of its own
+  // (it runs in place where its operand dies). The i32 add and the not join no group either:
+  // each would be a group of one.
+  std::string text =
+      "program @main(%0: i32[4,8], %1: f32[4,8]) {\n"
+      "  %2 = reduce_sum[axes=[1]] %0 : i32[4]\n"
+      "  %3 = div %0, %0 : i32[4,8]\n"
+      "  %4 = add %3, %3 : i32[4,8]\n"
+      "  %5 = reshape[new_sizes=[32]] %1 : f32[32]\n"
+      "  %6 = exp %5 : f32[32]\n"
+      "  return %2, %4, %6\n"
+      "}\n";
+  EXPECT_EQ(run(text, false), text);
+}
+
+TEST(Fuse, AGroupOfRecomputationIsARecomputation) {
+  // exp and neg recompute (rematerialized): their group is too, so the scheduler runs it just
+  // before its reader; the group with the forward mul is not.
+  EXPECT_EQ(run("program @main(%0: f32[4]) {\n"
+                "  %1 = exp %0 : f32[4] !remat\n"
+                "  %2 = neg %1 : f32[4] !remat\n"
+                "  %3 = tanh %0 : f32[4] !remat\n"
+                "  %4 = mul %3, %3 : f32[4]\n"
+                "  %5 = dot_general[lhs_contracting=[0], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %2, %4 : f32[]\n"
+                "  return %5\n"
+                "}\n",
+                true),
+            "program @main(%0: f32[4]) {\n"
+            "  %1 = fused %0 : f32[4] !remat {\n"
+            "    program @fused(%0: f32[4]) {\n"
+            "      %1 = exp %0 : f32[4] !remat\n"
+            "      %2 = neg %1 : f32[4] !remat\n"
+            "      return %2\n"
+            "    }\n"
+            "  }\n"
+            "  %2 = fused %0 : f32[4] {\n"
+            "    program @fused(%0: f32[4]) {\n"
+            "      %1 = tanh %0 : f32[4] !remat\n"
+            "      %2 = mul %1, %1 : f32[4]\n"
+            "      return %2\n"
+            "    }\n"
+            "  }\n"
+            "  %3 = dot_general[lhs_contracting=[0], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %1, %2 : f32[]\n"
+            "  return %3\n"
+            "}\n");
+}
+
 void expect_rejected(const std::string& text, const std::string& what) {
   try {
     ir::verify(*ir::parse(text));
@@ -194,6 +312,29 @@ TEST(Fuse, TheVerifierChecksFusedBodies) {
                   "  return %1\n"
                   "}\n",
                   "");
+  expect_rejected("program @main(%0: i32[4,8]) {\n"
+                  "  %1 = fused %0 : i32[4] {\n"
+                  "    program @fused(%0: i32[4,8]) {\n"
+                  "      %1 = not %0 : i32[4,8]\n"
+                  "      %2 = reduce_sum[axes=[1]] %1 : i32[4]\n"
+                  "      return %2\n"
+                  "    }\n"
+                  "  }\n"
+                  "  return %1\n"
+                  "}\n",
+                  "reduce_sum on i32 values cannot be part of a fused body");
+  expect_rejected("program @main(%0: i32[4,8]) {\n"
+                  "  %1 = fused %0 : i32[4,8] {\n"
+                  "    program @fused(%0: i32[4,8]) {\n"
+                  "      %1 = iota[dtype=i32, shape=[4], dimension=0] : i32[4]\n"
+                  "      %2 = broadcast_in_dim[shape=[4,8], broadcast_dimensions=[0]] %1 : i32[4,8]\n"
+                  "      %3 = add %0, %2 : i32[4,8]\n"
+                  "      return %3\n"
+                  "    }\n"
+                  "  }\n"
+                  "  return %1\n"
+                  "}\n",
+                  "iota");
 }
 
 }  // namespace
