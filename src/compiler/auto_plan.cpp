@@ -66,7 +66,7 @@ struct Positions {
 // and writes at its edges are a small part of a chain's).
 double seconds_of(const ir::Equation& eq, const ir::Program& p, const StepRates& rates, bool fused) {
   prims::Cost c = prims::cost(eq, p);
-  if (fused && prims::fusible_primitive(eq.prim)) c.bytes_read = c.bytes_written = 0;
+  if (fused && prims::fusible_primitive(eq.prim) && eq.prim != Primitive::reshape) c.bytes_read = c.bytes_written = 0;
   return equation_seconds(c, rates);
 }
 
