@@ -93,7 +93,7 @@ std::vector<size_t> computed(const Group& g) {
 
 class Fuser {
  public:
-  explicit Fuser(ir::Program& p) : p_(p) {
+  Fuser(ir::Program& p, FuseStats* stats) : p_(p), stats_(stats) {
     const size_t nv = p.values.size();
     def_.assign(nv, -1);
     group_of_value_.assign(nv, -1);
@@ -500,6 +500,7 @@ class Fuser {
       size_t last = 0;
       for (size_t e : needed[g])
         if (group_of_eq_[e] == static_cast<int>(g)) last = e;
+        else if (stats_) ++stats_->recomputed;
       at[last].push_back(std::move(fused));
       fused_any = true;
     }
@@ -533,6 +534,7 @@ class Fuser {
   }
 
   ir::Program& p_;
+  FuseStats* stats_;
   std::vector<int> def_;             // by value: the equation that defines it, -1 for inputs
   std::vector<int> group_of_value_;  // by value: the group whose member defines it (while grouping)
   std::vector<char> free_;           // by equation: a free broadcast (is_free)
@@ -547,19 +549,26 @@ class Fuser {
 
 }  // namespace
 
-bool fuse_elementwise(ir::Program& program) {
+namespace {
+
+bool fuse(ir::Program& program, FuseStats* stats) {
   bool changed = false;
   for (ir::Equation& eq : program.equations) {
     if (eq.prim == Primitive::fused) continue;  // already one loop
     for (auto& body : eq.subprograms) {
       auto copy = std::make_shared<ir::Program>(*body);
-      if (fuse_elementwise(*copy)) {
+      if (fuse(*copy, stats)) {
         body = copy;
         changed = true;
       }
     }
   }
-  return Fuser(program).run() || changed;
+  return Fuser(program, stats).run() || changed;
 }
+
+}  // namespace
+
+bool fuse_elementwise(ir::Program& program) { return fuse(program, nullptr); }
+bool fuse_elementwise_counting(ir::Program& program, FuseStats& stats) { return fuse(program, &stats); }
 
 }  // namespace ferry::compiler

@@ -22,7 +22,13 @@
 
 namespace ferry::compiler {
 
+struct FuseStats {
+  int recomputed = 0;  // equations a group computes that are another group's (or a lone equation's)
+};
+
 // Returns whether any group was formed.
 bool fuse_elementwise(ir::Program& program);
+// The same, adding up in `stats` what it did (bodies included).
+bool fuse_elementwise_counting(ir::Program& program, FuseStats& stats);
 
 }  // namespace ferry::compiler
