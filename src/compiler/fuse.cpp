@@ -451,11 +451,11 @@ class Fuser {
     std::vector<std::vector<ir::ValueId>> results(groups_.size());
     std::vector<size_t> order = by_position();
     std::reverse(order.begin(), order.end());
+    std::vector<char> need(n, 0);
     for (size_t g : order) {
       const Group& G = groups_[g];
       // A lone candidate that recomputes nothing and was recomputed nowhere stays as it was.
       const bool untouched = G.members.size() == 1 && G.copies.empty() && copied_in_[G.members[0]].empty();
-      std::vector<char> need(n, 0);
       std::function<void(size_t)> mark = [&](size_t e) {
         if (need[e]) return;
         need[e] = 1;
@@ -470,8 +470,20 @@ class Fuser {
             results[g].push_back(v);
             mark(m);
           }
-      for (size_t e : computed(G))
+      // A fused equation reads at least one operand: where what is needed reads nothing from
+      // outside (constants aside), the group computes all it did when it was formed.
+      const std::vector<size_t> all = computed(G);
+      bool reads = false;
+      for (size_t e : all)
+        for (ir::ValueId u : p_.equations[e].inputs) {
+          const int d = def_[static_cast<size_t>(u)];
+          reads = reads || (need[e] && (d < 0 || (!computes(g, static_cast<size_t>(d)) && !is_constant(u))));
+        }
+      if (!reads && !results[g].empty())
+        for (size_t e : all) need[e] = 1;
+      for (size_t e : all)
         if (need[e]) {
+          need[e] = 0;
           needed[g].push_back(e);
           for (ir::ValueId u : p_.equations[e].inputs) {
             const int d = def_[static_cast<size_t>(u)];

@@ -319,6 +319,41 @@ TEST(Fuse, NoProducerIsRecomputedWhenThatKeepsMoreBytesAlive) {
             "}\n");
 }
 
+TEST(Fuse, AGroupLeftWithConstantsOnlyKeepsWhatItComputed) {
+  // The last group recomputes %5 = %4 + %0, so the first group needs only exp(-2), which reads no
+  // operand; a fused equation reads at least one, so that group still computes %5 (unreturned).
+  EXPECT_EQ(run("program @main(%0: f32[2,2], %1: f32[2,2]) {\n"
+                "  %2 = constant[value=2, dtype=f32, shape=[2,2]] : f32[2,2]\n"
+                "  %3 = neg %2 : f32[2,2]\n"
+                "  %4 = exp %3 : f32[2,2]\n"
+                "  %5 = add %4, %0 : f32[2,2]\n"
+                "  %6 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %4, %1 : f32[2,2]\n"
+                "  %7 = sub %6, %5 : f32[2,2]\n"
+                "  return %7\n"
+                "}\n",
+                true),
+            "program @main(%0: f32[2,2], %1: f32[2,2]) {\n"
+            "  %2 = fused %0 : f32[2,2] {\n"
+            "    program @fused(%0: f32[2,2]) {\n"
+            "      %1 = constant[value=2, dtype=f32, shape=[2,2]] : f32[2,2]\n"
+            "      %2 = neg %1 : f32[2,2]\n"
+            "      %3 = exp %2 : f32[2,2]\n"
+            "      %4 = add %3, %0 : f32[2,2]\n"
+            "      return %3\n"
+            "    }\n"
+            "  }\n"
+            "  %3 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %2, %1 : f32[2,2]\n"
+            "  %4 = fused %2, %0, %3 : f32[2,2] {\n"
+            "    program @fused(%0: f32[2,2], %1: f32[2,2], %2: f32[2,2]) {\n"
+            "      %3 = add %0, %1 : f32[2,2]\n"
+            "      %4 = sub %2, %3 : f32[2,2]\n"
+            "      return %4\n"
+            "    }\n"
+            "  }\n"
+            "  return %4\n"
+            "}\n");
+}
+
 // A chain of n negations of %0, and its square, which a dot reads; an equation after the dot reads
 // the chain's end.
 std::string neg_chain(int n) {
