@@ -71,6 +71,8 @@ bool free_op(Primitive p) {
 // at a fraction of a cycle per element). It bounds the work a long chain can add to each reader.
 // Operations on rows or scalars are one per row, not per element, and do not count.
 constexpr int kMaxDuplicatedOps = 16;
+// The most equations a recomputed value's cone may hold (free operations and rows included).
+constexpr size_t kMaxConeEquations = 64;
 
 // A group runs where its last member was. So that nothing outside reads its values before that,
 // a group takes no new member once an equation outside it has read one of its values (it is
@@ -323,33 +325,39 @@ class Fuser {
   // anyway; with `rows_too`, also values of g of another size than r's but a scalar's (rows, for
   // a reader without reductions of its own, which can read a row only through a broadcast). In
   // program order.
-  void cone(size_t g, ir::ValueId r, bool rows_too, std::vector<size_t>& eqs, std::vector<ir::ValueId>& leaves) const {
+  // Returns false when the cone holds more than kMaxConeEquations (too much to recompute anyway;
+  // this bounds the pass's work on long chains).
+  bool cone(size_t g, ir::ValueId r, bool rows_too, std::vector<size_t>& eqs, std::vector<ir::ValueId>& leaves) const {
     std::vector<char> seen(p_.values.size(), 0);
-    std::function<void(ir::ValueId)> walk = [&](ir::ValueId v) {
-      if (seen[static_cast<size_t>(v)]) return;
+    std::vector<ir::ValueId> todo{r};  // a stack: chains may be long
+    while (!todo.empty()) {
+      const ir::ValueId v = todo.back();
+      todo.pop_back();
+      if (seen[static_cast<size_t>(v)]) continue;
       seen[static_cast<size_t>(v)] = 1;
       const int d = def_[static_cast<size_t>(v)];
       if (d < 0 || !computes(g, static_cast<size_t>(d))) {
-        if (d >= 0 && is_constant(v)) return;  // copied into the consumer
-        if (d >= 0 && is_free(v)) {            // copied too; it reads its operand
-          for (ir::ValueId u : def_eq(v).inputs) walk(u);
-          return;
+        if (d >= 0 && is_constant(v)) continue;  // copied into the consumer
+        if (d >= 0 && is_free(v)) {              // copied too; it reads its operand
+          for (ir::ValueId u : def_eq(v).inputs) todo.push_back(u);
+          continue;
         }
         leaves.push_back(v);
-        return;
+        continue;
       }
       const Primitive prim = def_eq(v).prim;
       const int64_t size = p_.type(v).num_elements();
       const bool row = rows_too && size != 1 && size != p_.type(r).num_elements();
       if (v != r && (reduction(prim) || expensive(prim) || row || read_outside(v))) {
         leaves.push_back(v);
-        return;
+        continue;
       }
       eqs.push_back(static_cast<size_t>(d));
-      for (ir::ValueId u : def_eq(v).inputs) walk(u);
-    };
-    walk(r);
+      if (eqs.size() > kMaxConeEquations) return false;
+      for (ir::ValueId u : def_eq(v).inputs) todo.push_back(u);
+    }
     std::sort(eqs.begin(), eqs.end());
+    return true;
   }
 
   // Recomputes r (a value of group g) in every group that reads it, so that g no longer
@@ -384,7 +392,7 @@ class Fuser {
       std::optional<prims::FusedLayout> layout;
       for (int rows_too = 0; rows_too < 2 && !layout; ++rows_too) {
         if (!made[rows_too]) {
-          cone(g, r, rows_too != 0, eqs[rows_too], leaves[rows_too]);
+          if (!cone(g, r, rows_too != 0, eqs[rows_too], leaves[rows_too])) return false;
           made[rows_too] = true;
         }
         plan.copies.clear();
@@ -456,12 +464,17 @@ class Fuser {
       const Group& G = groups_[g];
       // A lone candidate that recomputes nothing and was recomputed nowhere stays as it was.
       const bool untouched = G.members.size() == 1 && G.copies.empty() && copied_in_[G.members[0]].empty();
-      std::function<void(size_t)> mark = [&](size_t e) {
-        if (need[e]) return;
-        need[e] = 1;
-        for (ir::ValueId u : p_.equations[e].inputs) {
-          const int d = def_[static_cast<size_t>(u)];
-          if (d >= 0 && computes(g, static_cast<size_t>(d))) mark(static_cast<size_t>(d));
+      auto mark = [&](size_t from) {
+        std::vector<size_t> todo{from};  // a stack: chains may be long
+        while (!todo.empty()) {
+          const size_t e = todo.back();
+          todo.pop_back();
+          if (need[e]) continue;
+          need[e] = 1;
+          for (ir::ValueId u : p_.equations[e].inputs) {
+            const int d = def_[static_cast<size_t>(u)];
+            if (d >= 0 && computes(g, static_cast<size_t>(d))) todo.push_back(static_cast<size_t>(d));
+          }
         }
       };
       for (size_t m : G.members)
