@@ -378,8 +378,7 @@ class Fuser {
     // The cone, and the one that stops at rows (made when a reader needs it).
     std::vector<size_t> eqs[2];
     std::vector<ir::ValueId> leaves[2];
-    bool made[2] = {false, false};
-    std::vector<char> used(2, 0);
+    bool made[2] = {false, false}, used[2] = {false, false};
     struct Plan {
       size_t group;
       std::vector<size_t> copies;
@@ -402,7 +401,7 @@ class Fuser {
         all.insert(all.end(), plan.copies.begin(), plan.copies.end());
         std::sort(all.begin(), all.end());
         layout = layout_of(all, X.members.back());
-        if (layout) used[static_cast<size_t>(rows_too)] = 1;
+        if (layout) used[rows_too] = true;
       }
       if (!layout) return false;
       const int64_t domain = num_elements(layout->domain);
@@ -414,7 +413,7 @@ class Fuser {
     const int until = last_read_[static_cast<size_t>(r)];
     std::vector<ir::ValueId> kept;  // the leaves some reader reads
     for (int i = 0; i < 2; ++i)
-      if (used[static_cast<size_t>(i)]) kept.insert(kept.end(), leaves[i].begin(), leaves[i].end());
+      if (used[i]) kept.insert(kept.end(), leaves[i].begin(), leaves[i].end());
     std::sort(kept.begin(), kept.end());
     kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
     int64_t extra = 0;
