@@ -120,6 +120,265 @@ TEST(Fuse, LeavesLeadingAxisReductionsOtherDtypesAndLoneOpsAlone) {
   EXPECT_EQ(run(text, false), text);
 }
 
+TEST(Fuse, ACheapProducerIsRecomputedInEachReaderGroup) {
+  // %2 = add is computed by the first group (for %3, which the first dot reads) and read by the
+  // ops after each dot: each of those becomes a group that recomputes it from the program's inputs
+  // instead of reading it, so it is never materialized.
+  EXPECT_EQ(run("program @main(%0: f32[2,2], %1: f32[2,2]) {\n"
+                "  %2 = add %0, %1 : f32[2,2]\n"
+                "  %3 = mul %2, %2 : f32[2,2]\n"
+                "  %4 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %3, %1 : f32[2,2]\n"
+                "  %5 = sub %4, %2 : f32[2,2]\n"
+                "  %6 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %5, %1 : f32[2,2]\n"
+                "  %7 = mul %6, %2 : f32[2,2]\n"
+                "  return %7\n"
+                "}\n",
+                true),
+            "program @main(%0: f32[2,2], %1: f32[2,2]) {\n"
+            "  %2 = fused %0, %1 : f32[2,2] {\n"
+            "    program @fused(%0: f32[2,2], %1: f32[2,2]) {\n"
+            "      %2 = add %0, %1 : f32[2,2]\n"
+            "      %3 = mul %2, %2 : f32[2,2]\n"
+            "      return %3\n"
+            "    }\n"
+            "  }\n"
+            "  %3 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %2, %1 : f32[2,2]\n"
+            "  %4 = fused %0, %1, %3 : f32[2,2] {\n"
+            "    program @fused(%0: f32[2,2], %1: f32[2,2], %2: f32[2,2]) {\n"
+            "      %3 = add %0, %1 : f32[2,2]\n"
+            "      %4 = sub %2, %3 : f32[2,2]\n"
+            "      return %4\n"
+            "    }\n"
+            "  }\n"
+            "  %5 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %4, %1 : f32[2,2]\n"
+            "  %6 = fused %0, %1, %5 : f32[2,2] {\n"
+            "    program @fused(%0: f32[2,2], %1: f32[2,2], %2: f32[2,2]) {\n"
+            "      %3 = add %0, %1 : f32[2,2]\n"
+            "      %4 = mul %2, %3 : f32[2,2]\n"
+            "      return %4\n"
+            "    }\n"
+            "  }\n"
+            "  return %6\n"
+            "}\n");
+}
+
+TEST(Fuse, AnExpensiveProducerIsNotRecomputed) {
+  // The readers of %3 = tanh(%0) * %1 recompute the mul but read the tanh, which the first group
+  // now returns in %3's place: an expensive operation is computed once.
+  EXPECT_EQ(run("program @main(%0: f32[2,2], %1: f32[2,2]) {\n"
+                "  %2 = tanh %0 : f32[2,2]\n"
+                "  %3 = mul %2, %1 : f32[2,2]\n"
+                "  %4 = add %3, %3 : f32[2,2]\n"
+                "  %5 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %4, %1 : f32[2,2]\n"
+                "  %6 = sub %5, %3 : f32[2,2]\n"
+                "  %7 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %6, %1 : f32[2,2]\n"
+                "  %8 = mul %7, %3 : f32[2,2]\n"
+                "  return %8\n"
+                "}\n",
+                true),
+            "program @main(%0: f32[2,2], %1: f32[2,2]) {\n"
+            "  %2, %3 = fused %0, %1 : f32[2,2], f32[2,2] {\n"
+            "    program @fused(%0: f32[2,2], %1: f32[2,2]) {\n"
+            "      %2 = tanh %0 : f32[2,2]\n"
+            "      %3 = mul %2, %1 : f32[2,2]\n"
+            "      %4 = add %3, %3 : f32[2,2]\n"
+            "      return %2, %4\n"
+            "    }\n"
+            "  }\n"
+            "  %4 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %3, %1 : f32[2,2]\n"
+            "  %5 = fused %2, %1, %4 : f32[2,2] {\n"
+            "    program @fused(%0: f32[2,2], %1: f32[2,2], %2: f32[2,2]) {\n"
+            "      %3 = mul %0, %1 : f32[2,2]\n"
+            "      %4 = sub %2, %3 : f32[2,2]\n"
+            "      return %4\n"
+            "    }\n"
+            "  }\n"
+            "  %6 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %5, %1 : f32[2,2]\n"
+            "  %7 = fused %2, %1, %6 : f32[2,2] {\n"
+            "    program @fused(%0: f32[2,2], %1: f32[2,2], %2: f32[2,2]) {\n"
+            "      %3 = mul %0, %1 : f32[2,2]\n"
+            "      %4 = mul %2, %3 : f32[2,2]\n"
+            "      return %4\n"
+            "    }\n"
+            "  }\n"
+            "  return %7\n"
+            "}\n");
+}
+
+TEST(Fuse, AProducerADotReadsStaysMaterializedOnce) {
+  // The dot reads %2, so it is materialized anyway: the lone readers after the dots read it (they
+  // stay unfused), nothing is recomputed.
+  EXPECT_EQ(run("program @main(%0: f32[2,2], %1: f32[2,2]) {\n"
+                "  %2 = add %0, %1 : f32[2,2]\n"
+                "  %3 = mul %2, %2 : f32[2,2]\n"
+                "  %4 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %3, %2 : f32[2,2]\n"
+                "  %5 = sub %4, %2 : f32[2,2]\n"
+                "  %6 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %5, %1 : f32[2,2]\n"
+                "  %7 = mul %6, %2 : f32[2,2]\n"
+                "  return %7\n"
+                "}\n",
+                true),
+            "program @main(%0: f32[2,2], %1: f32[2,2]) {\n"
+            "  %2, %3 = fused %0, %1 : f32[2,2], f32[2,2] {\n"
+            "    program @fused(%0: f32[2,2], %1: f32[2,2]) {\n"
+            "      %2 = add %0, %1 : f32[2,2]\n"
+            "      %3 = mul %2, %2 : f32[2,2]\n"
+            "      return %2, %3\n"
+            "    }\n"
+            "  }\n"
+            "  %4 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %3, %2 : f32[2,2]\n"
+            "  %5 = sub %4, %2 : f32[2,2]\n"
+            "  %6 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %5, %1 : f32[2,2]\n"
+            "  %7 = mul %6, %2 : f32[2,2]\n"
+            "  return %7\n"
+            "}\n");
+}
+
+TEST(Fuse, ARowReadThroughABroadcastStaysARowForAReaderWithoutReductions) {
+  // %6 = %0 - mean is recomputed in both later groups. The first reduces rows itself, so it also
+  // recomputes the row's scaling; the last has no reductions (no rows of its own) and reads the
+  // scaled row, which the first group returns, through a broadcast. The reduction is not recomputed.
+  EXPECT_EQ(run("program @main(%0: f32[4,8], %1: f32[8,8]) {\n"
+                "  %2 = reduce_sum[axes=[1]] %0 : f32[4]\n"
+                "  %3 = constant[value=0.125, dtype=f32, shape=[]] : f32[]\n"
+                "  %4 = mul %2, %3 : f32[4]\n"
+                "  %5 = broadcast_in_dim[shape=[4,8], broadcast_dimensions=[0]] %4 : f32[4,8]\n"
+                "  %6 = sub %0, %5 : f32[4,8]\n"
+                "  %7 = exp %6 : f32[4,8]\n"
+                "  %8 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %7, %1 : f32[4,8]\n"
+                "  %9 = mul %8, %6 : f32[4,8]\n"
+                "  %10 = reduce_sum[axes=[1]] %9 : f32[4]\n"
+                "  %11 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %9, %1 : f32[4,8]\n"
+                "  %12 = add %11, %6 : f32[4,8]\n"
+                "  return %10, %12\n"
+                "}\n",
+                true),
+            "program @main(%0: f32[4,8], %1: f32[8,8]) {\n"
+            "  %2, %3, %4 = fused %0 : f32[4], f32[4], f32[4,8] {\n"
+            "    program @fused(%0: f32[4,8]) {\n"
+            "      %1 = constant[value=0.125, dtype=f32, shape=[]] : f32[]\n"
+            "      %2 = reduce_sum[axes=[1]] %0 : f32[4]\n"
+            "      %3 = mul %2, %1 : f32[4]\n"
+            "      %4 = broadcast_in_dim[shape=[4,8], broadcast_dimensions=[0]] %3 : f32[4,8]\n"
+            "      %5 = sub %0, %4 : f32[4,8]\n"
+            "      %6 = exp %5 : f32[4,8]\n"
+            "      return %2, %3, %6\n"
+            "    }\n"
+            "  }\n"
+            "  %5 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %4, %1 : f32[4,8]\n"
+            "  %6, %7 = fused %2, %0, %5 : f32[4,8], f32[4] {\n"
+            "    program @fused(%0: f32[4], %1: f32[4,8], %2: f32[4,8]) {\n"
+            "      %3 = constant[value=0.125, dtype=f32, shape=[]] : f32[]\n"
+            "      %4 = mul %0, %3 : f32[4]\n"
+            "      %5 = broadcast_in_dim[shape=[4,8], broadcast_dimensions=[0]] %4 : f32[4,8]\n"
+            "      %6 = sub %1, %5 : f32[4,8]\n"
+            "      %7 = mul %2, %6 : f32[4,8]\n"
+            "      %8 = reduce_sum[axes=[1]] %7 : f32[4]\n"
+            "      return %7, %8\n"
+            "    }\n"
+            "  }\n"
+            "  %8 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %6, %1 : f32[4,8]\n"
+            "  %9 = fused %3, %0, %8 : f32[4,8] {\n"
+            "    program @fused(%0: f32[4], %1: f32[4,8], %2: f32[4,8]) {\n"
+            "      %3 = broadcast_in_dim[shape=[4,8], broadcast_dimensions=[0]] %0 : f32[4,8]\n"
+            "      %4 = sub %1, %3 : f32[4,8]\n"
+            "      %5 = add %2, %4 : f32[4,8]\n"
+            "      return %5\n"
+            "    }\n"
+            "  }\n"
+            "  return %7, %9\n"
+            "}\n");
+}
+
+TEST(Fuse, NoProducerIsRecomputedWhenThatKeepsMoreBytesAlive) {
+  // Recomputing %4 = %2 + %3 after the last dot would keep both dot results alive until then
+  // instead of %4 alone.
+  EXPECT_EQ(run("program @main(%0: f32[2,2], %1: f32[2,2]) {\n"
+                "  %2 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %0, %1 : f32[2,2]\n"
+                "  %3 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %1, %0 : f32[2,2]\n"
+                "  %4 = add %2, %3 : f32[2,2]\n"
+                "  %5 = mul %4, %4 : f32[2,2]\n"
+                "  %6 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %5, %1 : f32[2,2]\n"
+                "  %7 = sub %6, %4 : f32[2,2]\n"
+                "  return %7\n"
+                "}\n",
+                true),
+            "program @main(%0: f32[2,2], %1: f32[2,2]) {\n"
+            "  %2 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %0, %1 : f32[2,2]\n"
+            "  %3 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %1, %0 : f32[2,2]\n"
+            "  %4, %5 = fused %2, %3 : f32[2,2], f32[2,2] {\n"
+            "    program @fused(%0: f32[2,2], %1: f32[2,2]) {\n"
+            "      %2 = add %0, %1 : f32[2,2]\n"
+            "      %3 = mul %2, %2 : f32[2,2]\n"
+            "      return %2, %3\n"
+            "    }\n"
+            "  }\n"
+            "  %6 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %5, %1 : f32[2,2]\n"
+            "  %7 = sub %6, %4 : f32[2,2]\n"
+            "  return %7\n"
+            "}\n");
+}
+
+TEST(Fuse, AGroupLeftWithConstantsOnlyKeepsWhatItComputed) {
+  // The last group recomputes %5 = %4 + %0, so the first group needs only exp(-2), which reads no
+  // operand; a fused equation reads at least one, so that group still computes %5 (unreturned).
+  EXPECT_EQ(run("program @main(%0: f32[2,2], %1: f32[2,2]) {\n"
+                "  %2 = constant[value=2, dtype=f32, shape=[2,2]] : f32[2,2]\n"
+                "  %3 = neg %2 : f32[2,2]\n"
+                "  %4 = exp %3 : f32[2,2]\n"
+                "  %5 = add %4, %0 : f32[2,2]\n"
+                "  %6 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %4, %1 : f32[2,2]\n"
+                "  %7 = sub %6, %5 : f32[2,2]\n"
+                "  return %7\n"
+                "}\n",
+                true),
+            "program @main(%0: f32[2,2], %1: f32[2,2]) {\n"
+            "  %2 = fused %0 : f32[2,2] {\n"
+            "    program @fused(%0: f32[2,2]) {\n"
+            "      %1 = constant[value=2, dtype=f32, shape=[2,2]] : f32[2,2]\n"
+            "      %2 = neg %1 : f32[2,2]\n"
+            "      %3 = exp %2 : f32[2,2]\n"
+            "      %4 = add %3, %0 : f32[2,2]\n"
+            "      return %3\n"
+            "    }\n"
+            "  }\n"
+            "  %3 = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] %2, %1 : f32[2,2]\n"
+            "  %4 = fused %2, %0, %3 : f32[2,2] {\n"
+            "    program @fused(%0: f32[2,2], %1: f32[2,2], %2: f32[2,2]) {\n"
+            "      %3 = add %0, %1 : f32[2,2]\n"
+            "      %4 = sub %2, %3 : f32[2,2]\n"
+            "      return %4\n"
+            "    }\n"
+            "  }\n"
+            "  return %4\n"
+            "}\n");
+}
+
+// A chain of n negations of %0, and its square, which a dot reads; an equation after the dot reads
+// the chain's end.
+std::string neg_chain(int n) {
+  auto v = [](int i) { return "%" + std::to_string(i); };
+  std::string text = "program @main(%0: f32[2,2], %1: f32[2,2]) {\n";
+  for (int i = 0; i < n; ++i) text += "  " + v(i + 2) + " = neg " + v(i == 0 ? 0 : i + 1) + " : f32[2,2]\n";
+  const std::string end = v(n + 1);
+  text += "  " + v(n + 2) + " = mul " + end + ", " + end + " : f32[2,2]\n";
+  text += "  " + v(n + 3) + " = dot_general[lhs_contracting=[1], rhs_contracting=[0], lhs_batch=[], rhs_batch=[]] " +
+          v(n + 2) + ", %1 : f32[2,2]\n";
+  text += "  " + v(n + 4) + " = sub " + v(n + 3) + ", " + end + " : f32[2,2]\n";
+  return text + "  return " + v(n + 4) + "\n}\n";
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(Fuse, AReaderRecomputesAtMostSixteenOperationsPerElement) {
+  EXPECT_EQ(count(run(neg_chain(16), true), " = neg "), 32) << "the sub's group recomputes the chain";
+  EXPECT_EQ(count(run(neg_chain(17), true), " = neg "), 17) << "too long to recompute: the chain's end is materialized";
+}
+
 TEST(Fuse, FusedTextRoundTripsAndVerifies) {
   auto p = ir::parse(
       "program @main(%0: f32[4,8], %1: f32[8]) {\n"

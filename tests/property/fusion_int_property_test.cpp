@@ -246,9 +246,11 @@ TEST(FusionIntProperty, FusedIntegerChainsComputeWhatUnfusedOnesDo) {
     if (HasFailure()) break;
   }
   std::printf("%d of %d random programs had a fused threefry2x32, %d a fused iota\n", with_cipher, count, with_iota);
-  // The generator makes fusible chains: most programs with a cipher or counters fuse them.
+  // The generator makes fusible chains: most programs with a cipher or counters fuse them. (An
+  // iota the program returns as it is stays a kernel of its own: the fuse pass wraps no lone
+  // equation, so fewer programs fuse their counters than their ciphers.)
   EXPECT_GT(with_cipher, count / 5);
-  EXPECT_GT(with_iota, count / 5);
+  EXPECT_GT(with_iota, count / 10);
 }
 
 }  // namespace
