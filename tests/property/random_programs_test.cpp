@@ -95,6 +95,45 @@ TEST(RandomPrograms, SeedsSoaksFoundFailingPass) {
   }
 }
 
+// Broadcasts in a block and its bodies: those to more elements than their operand, and the others
+// (a new axis of size 1), which may be saved like any value.
+void count_broadcasts(const pr::Block& b, int& expanding, int& other) {
+  std::vector<fy::Shape> shapes = b.value_shapes();
+  auto elements = [](const fy::Shape& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+  };
+  for (const pr::Op& op : b.ops) {
+    if (op.kind == pr::OpKind::broadcast)
+      ++(elements(op.outs.at(0)) > elements(shapes.at(static_cast<size_t>(op.args.at(0)))) ? expanding : other);
+    if (op.body) count_broadcasts(*op.body, expanding, other);
+  }
+}
+
+// Partitioning recomputes a broadcast to more bytes than its operand rather than saving it
+// (transforms/partition.cpp): no random program under everything_saveable (which saves whatever it
+// may) keeps one as a residual. Their gradients are checked with the other properties above.
+TEST(RandomPrograms, NoBroadcastToMoreBytesIsSavedAsAResidual) {
+  int programs = 0, expanding_total = 0;
+  for (uint32_t seed = 1; seed <= 80; ++seed) {
+    pr::RandomProgram p = pr::with_policy(pr::generate_program(seed, size_for(seed)), pr::PolicySpec::Kind::everything);
+    int expanding = 0, other = 0;
+    count_broadcasts(p.main, expanding, other);
+    if (expanding == 0 || other > 0) continue;  // nothing to check, or a broadcast that may be saved
+    ++programs;
+    expanding_total += expanding;
+    std::vector<fy::ShapeDtype> args;
+    for (const fy::Shape& s : p.arguments) args.push_back(fy::ShapeDtype{s, fy::DType::f64});
+    auto residuals = fy::saved_residuals([&](const std::vector<fy::Tensor>& xs) { return pr::emit_loss(p, xs, true); }, args);
+    for (const fy::Residual& r : residuals)
+      EXPECT_EQ(r.source.rfind("output of broadcast_in_dim", 0), std::string::npos)
+          << "seed " << seed << ": " << r.decision << " " << r.source << "\n" << pr::describe(p);
+  }
+  std::printf("%d random programs with %d broadcasts to more bytes\n", programs, expanding_total);
+  EXPECT_GT(programs, 10);
+}
+
 TEST(RandomPrograms, TheSameSeedGivesTheSameProgram) {
   for (uint32_t seed : {3u, 17u, 40u}) {
     EXPECT_EQ(pr::describe(pr::generate_program(seed, 12)), pr::describe(pr::generate_program(seed, 12)));
