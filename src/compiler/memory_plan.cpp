@@ -460,11 +460,100 @@ class Planner {
     MemoryPlan& plan = *plan_;
     for (int k = 0; k < kNumMemoryKinds; ++k)
       plan.arena_size[static_cast<size_t>(k)] = pack(plan.buffers, static_cast<MemoryKind>(k));
+    if (!outputs_external_ && options_.temporaries_in_outputs) place_temporaries_in_outputs();
     for (size_t b = 0; b < plan.buffers.size(); ++b) {
       const Buffer& buf = plan.buffers[b];
       if (buf.output_of >= 0) continue;  // in an output's allocation, not the arena
       plan.acquire_before[static_cast<size_t>(buf.start)].push_back(static_cast<int>(b));
       if (buf.end < n_) plan.release_after[static_cast<size_t>(buf.end)].push_back(static_cast<int>(b));
+    }
+  }
+
+  // Temporaries into the outputs' allocations while those hold nothing. An output's allocation is
+  // the call's from its start (compile allocates each output before the first equation runs, or it
+  // is a donated argument's buffer), so from the start, or from the donated argument's last read,
+  // until the first equation that writes the output (its own, a copy_start into it, or the start of
+  // an in-place chain it took over) its bytes are free. Buffers that live entirely within such a
+  // window are placed there, largest first, each in the smallest allocation with a gap that fits it
+  // among the buffers already placed there at the same time. Body regions stay in the arena (a
+  // body addresses its buffers from its region's offset in the arena). The arenas are then packed
+  // again without them; a kind whose arena that does not shrink keeps its first packing.
+  void place_temporaries_in_outputs() {
+    MemoryPlan& plan = *plan_;
+    const ir::Program& p = p_;
+    struct Room {
+      int output = -1, lo = 0, hi = -1;
+      MemoryKind kind = MemoryKind::device;
+      int64_t size = 0;
+      std::vector<size_t> placed;
+    };
+    std::vector<Room> rooms;
+    std::vector<int> first_write(p.outputs.size(), n_);
+    for (int e = 0; e < n_; ++e)
+      for (ir::ValueId v : p.equations[static_cast<size_t>(e)].outputs) {
+        const Slot& s = plan.slots[static_cast<size_t>(v)];
+        if (s.where == Slot::Where::external_output && s.index >= 0 && static_cast<size_t>(s.index) < first_write.size())
+          first_write[static_cast<size_t>(s.index)] = std::min(first_write[static_cast<size_t>(s.index)], e);
+      }
+    for (size_t i = 0; i < p.outputs.size(); ++i) {
+      const Slot& s = plan.slots[static_cast<size_t>(p.outputs[i])];
+      if (s.where != Slot::Where::external_output || s.index != static_cast<int>(i)) continue;
+      Room r;
+      r.output = static_cast<int>(i);
+      r.kind = p.type(p.outputs[i]).kind;
+      r.size = p.type(p.outputs[i]).size_bytes();
+      if (int alias = plan.output_alias[i]; alias >= 0) r.lo = last_[static_cast<size_t>(p.inputs[static_cast<size_t>(alias)])] + 1;
+      r.hi = first_write[i] - 1;
+      if (r.lo <= r.hi && r.size > 0) rooms.push_back(std::move(r));
+    }
+    if (rooms.empty()) return;
+    std::stable_sort(rooms.begin(), rooms.end(), [](const Room& a, const Room& b) { return a.size < b.size; });
+    std::vector<size_t> movable;
+    for (size_t j = 0; j < plan.buffers.size(); ++j) {
+      const Buffer& b = plan.buffers[j];
+      if (b.output_of < 0 && b.body_of < 0 && b.size > 0) movable.push_back(j);
+    }
+    std::stable_sort(movable.begin(), movable.end(), [&](size_t a, size_t b) {
+      const Buffer &x = plan.buffers[a], &y = plan.buffers[b];
+      return x.size != y.size ? x.size > y.size : x.start < y.start;
+    });
+    const std::vector<Buffer> before = plan.buffers;
+    for (size_t j : movable) {
+      Buffer& b = plan.buffers[j];
+      for (Room& r : rooms) {
+        if (r.kind != b.kind || r.size < b.size || b.start < r.lo || b.end > r.hi) continue;
+        std::vector<std::pair<int64_t, int64_t>> busy;
+        for (size_t q : r.placed) {
+          const Buffer& o = plan.buffers[q];
+          if (o.start <= b.end && b.start <= o.end) busy.emplace_back(o.offset, o.offset + o.size);
+        }
+        std::sort(busy.begin(), busy.end());
+        int64_t best = -1, best_gap = std::numeric_limits<int64_t>::max(), frontier = 0;
+        busy.emplace_back(r.size, r.size);  // the allocation's end
+        for (auto [lo, hi] : busy) {
+          if (lo - frontier >= b.size && lo - frontier < best_gap) {
+            best = frontier;
+            best_gap = lo - frontier;
+          }
+          frontier = std::max(frontier, hi);
+        }
+        if (best < 0) continue;
+        b.offset = best;
+        b.output_of = r.output;
+        r.placed.push_back(j);
+        break;
+      }
+    }
+    for (int k = 0; k < kNumMemoryKinds; ++k) {
+      const auto kind = static_cast<MemoryKind>(k);
+      int64_t& arena = plan.arena_size[static_cast<size_t>(k)];
+      int64_t repacked = pack(plan.buffers, kind);
+      if (repacked < arena) {
+        arena = repacked;
+        continue;
+      }
+      for (size_t j = 0; j < plan.buffers.size(); ++j)
+        if (plan.buffers[j].kind == kind) plan.buffers[j] = before[j];
     }
   }
 
