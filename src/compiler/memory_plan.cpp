@@ -486,6 +486,7 @@ class Planner {
       MemoryKind kind = MemoryKind::device;
       int64_t size = 0;
       std::vector<size_t> placed;
+      std::vector<int> in_place;  // buffers the writing equation may write the output over
     };
     std::vector<Room> rooms;
     std::vector<int> first_write(p.outputs.size(), n_);
@@ -504,7 +505,25 @@ class Planner {
       r.size = p.type(p.outputs[i]).size_bytes();
       if (int alias = plan.output_alias[i]; alias >= 0) r.lo = last_[static_cast<size_t>(p.inputs[static_cast<size_t>(alias)])] + 1;
       r.hi = first_write[i] - 1;
-      if (r.lo <= r.hi && r.size > 0) rooms.push_back(std::move(r));
+      // The equation that writes the output may write it over an input of its type that dies
+      // there (in_place_candidates): that input's buffer may end at the write, at the allocation's
+      // start, where the output's elements will be. One per equation: a kernel writes each of its
+      // outputs over at most the one input the planner gives it.
+      if (first_write[i] < n_) {
+        const ir::Equation& eq = p.equations[static_cast<size_t>(first_write[i])];
+        if (eq.prim != Primitive::copy_start &&
+            std::find(eq.outputs.begin(), eq.outputs.end(), p.outputs[i]) != eq.outputs.end())
+          for (size_t c : in_place_candidates(eq)) {
+            ir::ValueId u = eq.inputs[c];
+            const Slot& su = plan.slots[static_cast<size_t>(u)];
+            if (su.where != Slot::Where::arena || su.buffer < 0 || last_[static_cast<size_t>(u)] != first_write[i] ||
+                p.type(u).kind != r.kind || p.type(u).size_bytes() != r.size)
+              continue;
+            const Buffer& b = plan.buffers[static_cast<size_t>(su.buffer)];
+            if (b.end == first_write[i] && b.values.back() == u) r.in_place.push_back(su.buffer);
+          }
+      }
+      if ((r.lo <= r.hi || !r.in_place.empty()) && r.size > 0) rooms.push_back(std::move(r));
     }
     if (rooms.empty()) return;
     std::stable_sort(rooms.begin(), rooms.end(), [](const Room& a, const Room& b) { return a.size < b.size; });
@@ -513,15 +532,25 @@ class Planner {
       const Buffer& b = plan.buffers[j];
       if (b.output_of < 0 && b.body_of < 0 && b.size > 0) movable.push_back(j);
     }
+    // Buffers an output may be written over first: they fit only their writer's rooms, at the start.
+    std::vector<char> writable(plan.buffers.size(), 0);
+    for (const Room& r : rooms)
+      for (int j : r.in_place) writable[static_cast<size_t>(j)] = 1;
     std::stable_sort(movable.begin(), movable.end(), [&](size_t a, size_t b) {
       const Buffer &x = plan.buffers[a], &y = plan.buffers[b];
+      if (writable[a] != writable[b]) return writable[a] > writable[b];
       return x.size != y.size ? x.size > y.size : x.start < y.start;
     });
     const std::vector<Buffer> before = plan.buffers;
+    std::vector<char> writer_used(static_cast<size_t>(n_), 0);  // an equation whose output took an input
     for (size_t j : movable) {
       Buffer& b = plan.buffers[j];
       for (Room& r : rooms) {
-        if (r.kind != b.kind || r.size < b.size || b.start < r.lo || b.end > r.hi) continue;
+        if (r.kind != b.kind || r.size < b.size || b.start < r.lo) continue;
+        const int writer = r.hi + 1;
+        const bool in_place = b.end == writer && !writer_used[static_cast<size_t>(writer)] &&
+                              std::find(r.in_place.begin(), r.in_place.end(), static_cast<int>(j)) != r.in_place.end();
+        if (b.end > r.hi && !in_place) continue;
         std::vector<std::pair<int64_t, int64_t>> busy;
         for (size_t q : r.placed) {
           const Buffer& o = plan.buffers[q];
@@ -531,7 +560,7 @@ class Planner {
         int64_t best = -1, best_gap = std::numeric_limits<int64_t>::max(), frontier = 0;
         busy.emplace_back(r.size, r.size);  // the allocation's end
         for (auto [lo, hi] : busy) {
-          if (lo - frontier >= b.size && lo - frontier < best_gap) {
+          if (lo - frontier >= b.size && lo - frontier < best_gap && (!in_place || frontier == 0)) {
             best = frontier;
             best_gap = lo - frontier;
           }
@@ -541,6 +570,7 @@ class Planner {
         b.offset = best;
         b.output_of = r.output;
         r.placed.push_back(j);
+        if (in_place) writer_used[static_cast<size_t>(writer)] = 1;
         break;
       }
     }

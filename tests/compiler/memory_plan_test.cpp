@@ -92,6 +92,29 @@ TEST(MemoryPlan, TemporariesLiveInAnOutputsAllocationBeforeItIsWritten) {
   EXPECT_EQ(kept->arena_size[kind_index(MemoryKind::device)], 256);
 }
 
+TEST(MemoryPlan, AnOutputIsWrittenInPlaceOverATemporaryInItsAllocation) {
+  // sin's result is read twice, so it is no in-place chain the output takes over (it may die at
+  // either reader in another order); but in this order it dies at cos, which writes the output
+  // in place: it lives at the start of the output's allocation, where cos reads each element
+  // before writing it.
+  auto p = ir::parse(
+      "program @main(%0: f32[16]) {\n"
+      "  %1 = sin %0 : f32[16]\n"
+      "  %2 = reduce_sum[axes=[0]] %1 : f32[]\n"
+      "  %3 = cos %1 : f32[16]\n"
+      "  return %3, %2\n"
+      "}\n");
+  EXPECT_EQ(plan_memory(*p, false)->arena_size[kind_index(MemoryKind::device)], 64);
+  PlanOptions options;
+  options.temporaries_in_outputs = true;
+  auto plan = plan_memory(*p, false, options);
+  const Buffer& sin = plan->buffers[static_cast<size_t>(plan->slots[1].buffer)];
+  EXPECT_EQ(sin.output_of, 0);
+  EXPECT_EQ(sin.offset, 0);
+  EXPECT_EQ(sin.end, 2);  // until cos writes over it
+  EXPECT_EQ(plan->arena_size[kind_index(MemoryKind::device)], 0);
+}
+
 TEST(MemoryPlan, ADonatedArgumentsBufferHoldsTemporariesBetweenItsLastReadAndTheOutput) {
   // %0 is donated to the output %6 (written at position 4) and last read at position 0. The
   // broadcast %3 (256 B, live over positions 1-2) fits in that window; %4 and %5 (1024 B, one
