@@ -22,7 +22,7 @@ struct Rates {
   double compute_flops_per_s = 0;         // f32 dot_general FLOPs per second
   double memory_bytes_per_s = 0;          // bytes an elementwise kernel reads and writes per second
   double link_bandwidth_bytes_per_s = 0;  // host <-> device bytes per second through the copy queue
-  double vector_flops_per_s = 0;          // other FLOPs per second (measured on random-bit generation)
+  double vector_flops_per_s = 0;          // other FLOPs per second (a fused chain of f32 adds and multiplies)
   double transcendentals_per_s = 0;       // tanh evaluations per second
   double dot_product_seconds = 0;         // fixed cost of one small matrix product (>= 0)
 };

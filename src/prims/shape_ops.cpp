@@ -109,6 +109,9 @@ void register_shape_ops(Table& t) {
   put(t, P::constant, "constant", 0, constant_rule, ir::ConstantParams{});
   put(t, P::broadcast_in_dim, "broadcast_in_dim", 1, broadcast_in_dim_rule, ir::BroadcastInDimParams{});
   put(t, P::reshape, "reshape", 1, reshape_rule, ir::ReshapeParams{});
+  // The same bytes in the same order: where its operand dies here, the result takes its buffer and
+  // the kernel has nothing to move.
+  t[static_cast<size_t>(P::reshape)].in_place = in_place_over({0});
   put(t, P::transpose, "transpose", 1, transpose_rule, ir::TransposeParams{});
 }
 

@@ -34,6 +34,8 @@ constexpr int64_t kStreamElements = int64_t{1} << 22;
 constexpr int kElementwiseChain = 4;
 constexpr int64_t kCachedElements = int64_t{1} << 16;
 constexpr int kTranscendentalChain = 16;
+constexpr int64_t kFusedElements = int64_t{1} << 18;  // 1 MiB per operand: the caches hold them
+constexpr int kFusedChain = 64;
 constexpr int64_t kTinyProducts = 2048, kTinySize = 4;
 
 // The median wall time of `repeats` runs after one warm-up (which also sizes the run's bookkeeping).
@@ -60,8 +62,11 @@ double dot_flops_per_s(const CompileOptions& options, int repeats) {
 }
 
 // A chain of elementwise ops that runs in place in the arena, then a sum (so the output is small
-// and the run's only large allocation is its arena).
-double elementwise_bytes_per_s(const CompileOptions& options, int repeats) {
+// and the run's only large allocation is its arena). Compiled without fusion, so that every op is
+// a pass over memory and moves the bytes the traced program's cost counts (fused, the chain would
+// read its operands once and the quotient would be no bandwidth at all).
+double elementwise_bytes_per_s(CompileOptions options, int repeats) {
+  options.fuse = false;
   ShapeDtype vec{{kStreamElements}};
   auto chain = [](Tensor x, Tensor y) {
     Tensor t = x;
@@ -112,13 +117,20 @@ double transcendentals_per_s(const CompileOptions& options, int repeats) {
   return traced_cost(lowered).transcendentals / seconds;
 }
 
-// Random bits (threefry2x32 and the counters it hashes): the cost model's non-matrix FLOPs / time.
+// Arithmetic that is not a matrix product, as most of it runs: a long chain of adds and multiplies
+// fused into one group over operands the caches hold, so the group's time is its arithmetic.
+// The rate is the fused cost's FLOPs (one per element per op) over that time. On a backend
+// without fusion the chain runs op by op, as such a backend runs all of its elementwise work.
 double vector_flops_per_s(const CompileOptions& options, int repeats) {
-  Lowered lowered = jit([](Tensor seed) { return random::bits(random::key(seed), {kCachedElements * 4}); },
-                        "calibrate_vector")
-                        .lower(ShapeDtype{{}, DType::i32});
+  ShapeDtype vec{{kFusedElements}};
+  auto chain = [](Tensor x, Tensor y) {
+    Tensor t = x;
+    for (int i = 0; i < kFusedChain; ++i) t = i % 2 == 0 ? t + y : t * y;
+    return t;
+  };
+  Lowered lowered = jit(chain, "calibrate_vector").lower(vec, vec);
   Compiled c = lowered.compile(options);
-  double seconds = median_seconds(c, {full({}, 7.0, DType::i32)}, repeats);
+  double seconds = median_seconds(c, {ones(vec.shape), full(vec.shape, 0.5)}, repeats);
   prims::Cost cost = traced_cost(lowered);
   return (cost.flops - cost.dot_flops) / seconds;
 }
@@ -150,6 +162,9 @@ constexpr RateField kRateFields[] = {
 };
 
 constexpr std::ptrdiff_t kLegacyRates = 3;  // the rates caches had before the other three
+// Which calibration programs measured a cache's rates: a cache of other programs is stale (2: the
+// bandwidth measured unfused, the vector rate on a fused chain).
+constexpr int kCalibrationVersion = 2;
 
 void check_rates(const Rates& r, std::string_view where) {
   for (const RateField& f : kRateFields)
@@ -216,6 +231,7 @@ std::optional<Rates> load_rates(const std::string& path) {
       }
       r.*f.rate = j.at(f.name).get<double>();
     }
+    if (!j.contains("calibration") || j.at("calibration").get<int>() != kCalibrationVersion) stale = true;
     if (stale) {
       check_rates(r, fmt::format("the rates cache {}", path));
       return std::nullopt;
@@ -235,6 +251,7 @@ void save_rates(const Rates& rates, const std::string& path) {
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), ec);
   nlohmann::json j = nlohmann::json::object();
   for (const RateField& f : kRateFields) j[f.name] = rates.*f.rate;
+  j["calibration"] = kCalibrationVersion;
   // Written aside and renamed over the cache, so that a reader (another process calibrating at the
   // same time) sees the old file or the new one, never half of one.
   std::string aside = fmt::format("{}.{}.tmp", path, static_cast<long>(getpid()));

@@ -32,6 +32,26 @@ TEST(MemoryPlan, ReusesDeadBuffersAndWritesInPlace) {
   EXPECT_EQ(s.host_temp_size_in_bytes, 0);
 }
 
+TEST(MemoryPlan, AReshapeOfADyingValueTakesItsBuffer) {
+  // sin's result dies in the reshape, which then shares its buffer (the kernel moves nothing);
+  // cos's result is still read after its reshape, so that reshape gets a buffer of its own.
+  auto p = ir::parse(
+      "program @main(%0: f32[4,4]) {\n"
+      "  %1 = sin %0 : f32[4,4]\n"
+      "  %2 = reshape[new_sizes=[16]] %1 : f32[16]\n"
+      "  %3 = cos %0 : f32[4,4]\n"
+      "  %4 = reshape[new_sizes=[16]] %3 : f32[16]\n"
+      "  %5 = reduce_sum[axes=[0,1]] %3 : f32[]\n"
+      "  %6 = add %2, %4 : f32[16]\n"
+      "  %7 = reduce_sum[axes=[0]] %6 : f32[]\n"
+      "  %8 = add %7, %5 : f32[]\n"
+      "  return %8\n"
+      "}\n");
+  auto plan = plan_memory(*p, false);
+  EXPECT_EQ(plan->slots[2].buffer, plan->slots[1].buffer);
+  EXPECT_NE(plan->slots[4].buffer, plan->slots[3].buffer);
+}
+
 TEST(MemoryPlan, AnOutputTakesTheInPlaceChainThatEndsInIt) {
   // sin's result dies in cos, which writes the output in place: both live in the output's own
   // allocation, and the arena is empty.

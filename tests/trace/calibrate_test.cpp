@@ -85,6 +85,20 @@ TEST_F(RatesCache, AnOlderCacheIsStale) {
   EXPECT_FALSE(fy::load_rates(path).has_value());
   write(path, R"({"compute_flops_per_s": 1e9, "memory_bytes_per_s": -2e9, "link_bandwidth_bytes_per_s": 3e9})");
   EXPECT_EQ(error_of([&] { fy::load_rates(path); }).code(), fy::ErrorCode::invalid_argument);
+  // All six rates, measured by the first calibration programs (no "calibration" version, or
+  // another one): the bandwidth from a fused chain means nothing to today's cost model.
+  const char* six = R"("compute_flops_per_s": 1e9, "memory_bytes_per_s": 2e9, "link_bandwidth_bytes_per_s": 3e9,
+                       "vector_flops_per_s": 4e9, "transcendentals_per_s": 5e8, "dot_product_seconds": 1e-6)";
+  write(path, std::string("{") + six + "}");
+  EXPECT_FALSE(fy::load_rates(path).has_value());
+  write(path, std::string("{") + six + R"(, "calibration": 1})");
+  EXPECT_FALSE(fy::load_rates(path).has_value());
+  // What save_rates writes is current.
+  fy::save_rates({.compute_flops_per_s = 1e9, .memory_bytes_per_s = 2e9, .link_bandwidth_bytes_per_s = 3e9,
+                  .vector_flops_per_s = 4e9, .transcendentals_per_s = 5e8, .dot_product_seconds = 1e-6},
+                 path);
+  ASSERT_TRUE(fy::load_rates(path).has_value());
+  EXPECT_EQ(fy::load_rates(path)->vector_flops_per_s, 4e9);
 }
 
 TEST_F(RatesCache, ABadCacheIsInvalidArgumentNamingTheFile) {

@@ -23,10 +23,10 @@
 
 #include "prims/fused_body.h"
 #include "runtime/cpu/check.h"
+#include "runtime/cpu/fused_math.h"
 #include "runtime/cpu/kernel_groups.h"
 #include "runtime/cpu/parallel.h"
 #include "runtime/cpu/tiles.h"
-#include "runtime/cpu/vector_math.h"
 
 namespace ferry::runtime::cpu {
 namespace {
@@ -268,111 +268,7 @@ std::shared_ptr<const Recipe> recipe_for(const ir::Equation& eq) {
 // Threads that may run blocks at once: each needs a region of the workspace.
 int64_t regions() { return std::max(1, num_threads()); }
 
-// ---- the arithmetic, on float blocks; an operand with stride 0 is a scalar ----
-
-template <int SA, class F> void map1(const float* a, float* y, int64_t n, F f) {
-  for (int64_t i = 0; i < n; ++i) y[i] = f(a[i * SA]);
-}
-template <int SA, int SB, class F> void map2s(const float* a, const float* b, float* y, int64_t n, F f) {
-  for (int64_t i = 0; i < n; ++i) y[i] = f(a[i * SA], b[i * SB]);
-}
-template <class F> void map2(const float* a, bool sa, const float* b, bool sb, float* y, int64_t n, F f) {
-  if (!sa && !sb) return map2s<1, 1>(a, b, y, n, f);
-  if (sa && !sb) return map2s<0, 1>(a, b, y, n, f);
-  if (!sa && sb) return map2s<1, 0>(a, b, y, n, f);
-  map2s<0, 0>(a, b, y, n, f);
-}
-inline float max_nan(float a, float b) { return ((a > b) | (a != a)) ? a : b; }
-inline float min_nan(float a, float b) { return ((a < b) | (a != a)) ? a : b; }
 inline float truth(bool b) { return b ? 1.0f : 0.0f; }
-
-void unary(const ir::Equation& eq, Primitive p, const float* a, float* y, int64_t n) {
-  using P = Primitive;
-  using vmath::Fn;
-  switch (p) {
-    case P::neg: return map1<1>(a, y, n, [](float v) { return -v; });
-    case P::exp: return vmath::apply(Fn::exp, a, y, n);
-    case P::log: return vmath::apply(Fn::log, a, y, n);
-    case P::sin: return vmath::apply(Fn::sin, a, y, n);
-    case P::cos: return vmath::apply(Fn::cos, a, y, n);
-    case P::tanh: return vmath::apply(Fn::tanh, a, y, n);
-    case P::logistic: return vmath::apply(Fn::logistic, a, y, n);
-    case P::erf: return vmath::apply(Fn::erf, a, y, n);
-    case P::log1p: return vmath::apply(Fn::log1p, a, y, n);
-    case P::expm1: return vmath::apply(Fn::expm1, a, y, n);
-    case P::sqrt: return map1<1>(a, y, n, [](float v) { return std::sqrt(v); });
-    case P::rsqrt: return map1<1>(a, y, n, [](float v) { return 1.0f / std::sqrt(v); });
-    case P::abs: return map1<1>(a, y, n, [](float v) { return std::fabs(v); });
-    case P::sign: return map1<1>(a, y, n, [](float v) { return v > 0.0f ? 1.0f : v < 0.0f ? -1.0f : v; });
-    case P::floor: return map1<1>(a, y, n, [](float v) { return std::floor(v); });
-    case P::ceil: return map1<1>(a, y, n, [](float v) { return std::ceil(v); });
-    case P::round: return map1<1>(a, y, n, [](float v) { return std::round(v); });
-    case P::logical_not: return map1<1>(a, y, n, [](float v) { return truth(v == 0.0f); });
-    case P::convert_element_type: return map1<1>(a, y, n, [](float v) { return truth(v != 0.0f); });  // f32 -> bool
-    default: kernel_bug(eq, fmt::format("{} is not a fused unary operation", primitive_name(p)));
-  }
-}
-
-void binary(const ir::Equation& eq, Primitive p, bool as_bool, const float* a, bool sa, const float* b, bool sb, float* y,
-            int64_t n) {
-  using P = Primitive;
-  if (as_bool) {  // XLA's PRED arithmetic
-    switch (p) {
-      case P::add: case P::max: case P::logical_or:
-        return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth((u != 0.0f) | (v != 0.0f)); });
-      case P::mul: case P::min: case P::logical_and:
-        return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth((u != 0.0f) & (v != 0.0f)); });
-      case P::logical_xor:
-        return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth((u != 0.0f) != (v != 0.0f)); });
-      default: break;
-    }
-  }
-  switch (p) {
-    case P::add: return map2(a, sa, b, sb, y, n, [](float u, float v) { return u + v; });
-    case P::sub: return map2(a, sa, b, sb, y, n, [](float u, float v) { return u - v; });
-    case P::mul: return map2(a, sa, b, sb, y, n, [](float u, float v) { return u * v; });
-    case P::div: return map2(a, sa, b, sb, y, n, [](float u, float v) { return u / v; });
-    case P::max: return map2(a, sa, b, sb, y, n, max_nan);
-    case P::min: return map2(a, sa, b, sb, y, n, min_nan);
-    case P::pow: return vmath::pow(a, sa, b, sb, y, n);
-    case P::eq: return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth(u == v); });
-    case P::ne: return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth(u != v); });
-    case P::lt: return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth(u < v); });
-    case P::le: return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth(u <= v); });
-    case P::gt: return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth(u > v); });
-    case P::ge: return map2(a, sa, b, sb, y, n, [](float u, float v) { return truth(u >= v); });
-    default: kernel_bug(eq, fmt::format("{} is not a fused binary operation", primitive_name(p)));
-  }
-}
-
-// A row's reduction in the order of the unfused reduce kernel (reduce_kernels.cpp): eight partial
-// results, the tail into the first, combined pairwise, then into the identity. So a fused sum gives
-// the unfused sum's bits (a max may differ in the sign of a zero result, or a NaN's payload).
-// `stride` 0 reduces n copies of x[0].
-template <Primitive P> float row_reduce(const float* x, int64_t n, int64_t stride) {
-  auto apply = [](float a, float b) {
-    if constexpr (P == Primitive::reduce_sum) return a + b;
-    else if constexpr (P == Primitive::reduce_max) return max_nan(a, b);
-    else return min_nan(a, b);
-  };
-  const float init = P == Primitive::reduce_sum ? 0.0f
-                     : P == Primitive::reduce_max ? -std::numeric_limits<float>::infinity()
-                                                  : std::numeric_limits<float>::infinity();
-  float part[8];
-  std::fill_n(part, 8, init);
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (int k = 0; k < 8; ++k) part[k] = apply(part[k], x[(j + k) * stride]);
-  for (; j < n; ++j) part[0] = apply(part[0], x[j * stride]);
-  const float r = apply(apply(apply(part[0], part[1]), apply(part[2], part[3])), apply(apply(part[4], part[5]), apply(part[6], part[7])));
-  return apply(init, r);
-}
-
-float row_reduce(Primitive p, const float* x, int64_t n, int64_t stride) {
-  if (p == Primitive::reduce_sum) return row_reduce<Primitive::reduce_sum>(x, n, stride);
-  if (p == Primitive::reduce_max) return row_reduce<Primitive::reduce_max>(x, n, stride);
-  return row_reduce<Primitive::reduce_min>(x, n, stride);
-}
 
 // One thread's view of a block: where each value's elements are.
 struct Block {
@@ -398,6 +294,7 @@ void run_block(const ir::Equation& eq, const Recipe& r, std::span<const ConstVie
                Block& b) {
   const prims::FusedLayout& l = r.layout;
   const ir::Program& body = *eq.subprograms[0];
+  const FusedMath& math = fused_math();
   // Operands read in place: their block.
   for (size_t v = 0; v < r.place.size(); ++v) {
     const Place& pl = r.place[v];
@@ -467,34 +364,24 @@ void run_block(const ir::Equation& eq, const Recipe& r, std::span<const ConstVie
         }
         break;
       }
-      case Step::Op::reduce: {
-        const float* x = in(0);
-        for (int64_t i = 0; i < b.rows; ++i) y[i] = row_reduce(s.prim, x + i * l.cols, l.cols, 1);
-        break;
-      }
+      case Step::Op::reduce: math.reduce_rows(s.prim, in(0), b.rows, l.cols, 1, y); break;
       case Step::Op::reduce_scalar:  // every element of every row is the same number
-        y[0] = row_reduce(s.prim, in(0), l.cols, 0);
+        math.reduce_rows(s.prim, in(0), 1, l.cols, 0, y);
         break;
       case Step::Op::elementwise:
         switch (s.prim) {
-          case Primitive::select: {
-            const float *p = in(0), *t = in(1), *f = in(2);
-            const int64_t sp = is_scalar(0) ? 0 : 1, st = is_scalar(1) ? 0 : 1, sf = is_scalar(2) ? 0 : 1;
-            for (int64_t i = 0; i < n; ++i) y[i] = p[i * sp] != 0.0f ? t[i * st] : f[i * sf];
+          case Primitive::select:
+            math.select(in(0), is_scalar(0), in(1), is_scalar(1), in(2), is_scalar(2), y, n);
             break;
-          }
-          case Primitive::clamp: {
-            const float *lo = in(0), *x = in(1), *hi = in(2);
-            const int64_t sl = is_scalar(0) ? 0 : 1, sx = is_scalar(1) ? 0 : 1, sh = is_scalar(2) ? 0 : 1;
-            for (int64_t i = 0; i < n; ++i) y[i] = min_nan(max_nan(x[i * sx], lo[i * sl]), hi[i * sh]);
+          case Primitive::clamp:
+            math.clamp(in(0), is_scalar(0), in(1), is_scalar(1), in(2), is_scalar(2), y, n);
             break;
-          }
           default:
             if (s.num_in == 1) {
               if (is_scalar(0) && n > 1) kernel_bug(eq, "a unary operation widens its operand");
-              unary(eq, s.prim, in(0), y, n);
+              math.unary(eq, s.prim, in(0), y, n);
             } else {
-              binary(eq, s.prim, s.out_bool && body.type(s.in[0]).dtype == DType::boolean, in(0), is_scalar(0), in(1),
+              math.binary(eq, s.prim, s.out_bool && body.type(s.in[0]).dtype == DType::boolean, in(0), is_scalar(0), in(1),
                      is_scalar(1), y, n);
             }
         }

@@ -7,18 +7,6 @@
 #include "runtime/cpu/parallel.h"
 
 namespace ferry::runtime::cpu {
-namespace {
-
-// memcpy split across the pool in pieces of at least 256 KiB (below that one thread saturates
-// what a second would add).
-void parallel_memcpy(void* dst, const void* src, int64_t bytes) {
-  constexpr int64_t kGrainBytes = int64_t{256} << 10;
-  parallel_for(bytes, kGrainBytes, [&](int64_t b, int64_t e) {
-    std::memcpy(static_cast<char*>(dst) + b, static_cast<const char*>(src) + b, static_cast<size_t>(e - b));
-  });
-}
-
-}  // namespace
 
 void device_put_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
                        std::span<const MutView> outputs, Workspace& workspace) {

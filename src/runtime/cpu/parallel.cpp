@@ -22,6 +22,8 @@
 // single-threaded OpenBLAS setting (each call takes its own buffers).
 #include "runtime/cpu/parallel.h"
 
+#include <cstring>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -205,6 +207,15 @@ void set_num_threads(int threads) {
   pool();  // the first pool, so that it cannot replace this one later
   pool_slot().reset();
   pool_slot() = std::make_unique<Pool>(std::max(1, threads));
+}
+
+// memcpy split across the pool in pieces of at least 256 KiB (below that one thread saturates
+// what a second would add).
+void parallel_memcpy(void* dst, const void* src, int64_t bytes) {
+  constexpr int64_t kGrainBytes = int64_t{256} << 10;
+  parallel_for(bytes, kGrainBytes, [&](int64_t b, int64_t e) {
+    std::memcpy(static_cast<char*>(dst) + b, static_cast<const char*>(src) + b, static_cast<size_t>(e - b));
+  });
 }
 
 }  // namespace ferry::runtime::cpu

@@ -46,4 +46,8 @@ int num_threads();
 // while no parallel_for is running.
 void set_num_threads(int threads);
 
+// memcpy split across the pool in pieces of at least 256 KiB (below that one thread saturates
+// what a second would add).
+void parallel_memcpy(void* dst, const void* src, int64_t bytes);
+
 }  // namespace ferry::runtime::cpu

@@ -81,8 +81,8 @@ void reshape_kernel(const ir::Equation& eq, std::span<const ConstView> inputs,
                     std::span<const MutView> outputs, Workspace& workspace) {
   expect_arity(eq, inputs, outputs, 1);
   if (inputs[0].type->size_bytes() != outputs[0].type->size_bytes()) kernel_bug(eq, "sizes differ");
-  if (outputs[0].type->size_bytes() > 0)
-    std::memcpy(outputs[0].data, inputs[0].data, static_cast<size_t>(outputs[0].type->size_bytes()));
+  if (outputs[0].type->size_bytes() > 0 && outputs[0].data != inputs[0].data)  // in place: nothing to move
+    parallel_memcpy(outputs[0].data, inputs[0].data, outputs[0].type->size_bytes());
 }
 
 // Output dimension i is operand dimension permutation[i].
