@@ -474,10 +474,11 @@ class Planner {
   // is a donated argument's buffer), so from the start, or from the donated argument's last read,
   // until the first equation that writes the output (its own, a copy_start into it, or the start of
   // an in-place chain it took over) its bytes are free. Buffers that live entirely within such a
-  // window are placed there, largest first, each in the smallest allocation with a gap that fits it
-  // among the buffers already placed there at the same time. Body regions stay in the arena (a
-  // body addresses its buffers from its region's offset in the arena). The arenas are then packed
-  // again without them; a kind whose arena that does not shrink keeps its first packing.
+  // window are placed there, each in the smallest allocation with a gap that fits it among the
+  // buffers already placed there at the same time; so is a buffer that dies where the output is
+  // written over it in place, at the allocation's start. Body regions stay in the arena (a body
+  // addresses its buffers from its region's offset in the arena). The arenas are then packed again
+  // without them; a kind whose arena that does not shrink keeps its first packing.
   void place_temporaries_in_outputs() {
     MemoryPlan& plan = *plan_;
     const ir::Program& p = p_;
@@ -532,58 +533,71 @@ class Planner {
       const Buffer& b = plan.buffers[j];
       if (b.output_of < 0 && b.body_of < 0 && b.size > 0) movable.push_back(j);
     }
-    // Buffers an output may be written over first: they fit only their writer's rooms, at the start.
+    // Greedy placement in `order`, on a copy of the buffers.
+    auto place = [&](const std::vector<size_t>& order) {
+      std::vector<Buffer> buffers = plan.buffers;
+      for (Room& r : rooms) r.placed.clear();
+      std::vector<char> writer_used(static_cast<size_t>(n_), 0);  // an equation whose output took an input
+      for (size_t j : order) {
+        Buffer& b = buffers[j];
+        for (Room& r : rooms) {
+          if (r.kind != b.kind || r.size < b.size || b.start < r.lo) continue;
+          const int writer = r.hi + 1;
+          const bool in_place = b.end == writer && !writer_used[static_cast<size_t>(writer)] &&
+                                std::find(r.in_place.begin(), r.in_place.end(), static_cast<int>(j)) != r.in_place.end();
+          if (b.end > r.hi && !in_place) continue;
+          std::vector<std::pair<int64_t, int64_t>> busy;
+          for (size_t q : r.placed) {
+            const Buffer& o = buffers[q];
+            if (o.start <= b.end && b.start <= o.end) busy.emplace_back(o.offset, o.offset + o.size);
+          }
+          std::sort(busy.begin(), busy.end());
+          busy.emplace_back(r.size, r.size);  // the allocation's end
+          int64_t best = -1, best_gap = std::numeric_limits<int64_t>::max(), frontier = 0;
+          for (auto [lo, hi] : busy) {
+            if (lo - frontier >= b.size && lo - frontier < best_gap && (!in_place || frontier == 0)) {
+              best = frontier;
+              best_gap = lo - frontier;
+            }
+            frontier = std::max(frontier, hi);
+          }
+          if (best < 0) continue;
+          b.offset = best;
+          b.output_of = r.output;
+          r.placed.push_back(j);
+          if (in_place) writer_used[static_cast<size_t>(writer)] = 1;
+          break;
+        }
+      }
+      return buffers;
+    };
+    // Two orders, as pack tries two: largest first, and the buffers an output may be written over
+    // first (they fit only their writer's allocations, at the start). Per kind, the smaller arena
+    // wins; neither, when the arena does not shrink.
+    std::vector<size_t> by_size = movable;
+    std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
+      const Buffer &x = plan.buffers[a], &y = plan.buffers[b];
+      return x.size != y.size ? x.size > y.size : x.start < y.start;
+    });
+    std::vector<size_t> writable_first = by_size;
     std::vector<char> writable(plan.buffers.size(), 0);
     for (const Room& r : rooms)
       for (int j : r.in_place) writable[static_cast<size_t>(j)] = 1;
-    std::stable_sort(movable.begin(), movable.end(), [&](size_t a, size_t b) {
-      const Buffer &x = plan.buffers[a], &y = plan.buffers[b];
-      if (writable[a] != writable[b]) return writable[a] > writable[b];
-      return x.size != y.size ? x.size > y.size : x.start < y.start;
-    });
-    const std::vector<Buffer> before = plan.buffers;
-    std::vector<char> writer_used(static_cast<size_t>(n_), 0);  // an equation whose output took an input
-    for (size_t j : movable) {
-      Buffer& b = plan.buffers[j];
-      for (Room& r : rooms) {
-        if (r.kind != b.kind || r.size < b.size || b.start < r.lo) continue;
-        const int writer = r.hi + 1;
-        const bool in_place = b.end == writer && !writer_used[static_cast<size_t>(writer)] &&
-                              std::find(r.in_place.begin(), r.in_place.end(), static_cast<int>(j)) != r.in_place.end();
-        if (b.end > r.hi && !in_place) continue;
-        std::vector<std::pair<int64_t, int64_t>> busy;
-        for (size_t q : r.placed) {
-          const Buffer& o = plan.buffers[q];
-          if (o.start <= b.end && b.start <= o.end) busy.emplace_back(o.offset, o.offset + o.size);
-        }
-        std::sort(busy.begin(), busy.end());
-        int64_t best = -1, best_gap = std::numeric_limits<int64_t>::max(), frontier = 0;
-        busy.emplace_back(r.size, r.size);  // the allocation's end
-        for (auto [lo, hi] : busy) {
-          if (lo - frontier >= b.size && lo - frontier < best_gap && (!in_place || frontier == 0)) {
-            best = frontier;
-            best_gap = lo - frontier;
-          }
-          frontier = std::max(frontier, hi);
-        }
-        if (best < 0) continue;
-        b.offset = best;
-        b.output_of = r.output;
-        r.placed.push_back(j);
-        if (in_place) writer_used[static_cast<size_t>(writer)] = 1;
-        break;
-      }
-    }
+    std::stable_sort(writable_first.begin(), writable_first.end(),
+                     [&](size_t a, size_t b) { return writable[a] > writable[b]; });
+    std::vector<std::vector<Buffer>> options{place(by_size), place(writable_first)};
     for (int k = 0; k < kNumMemoryKinds; ++k) {
       const auto kind = static_cast<MemoryKind>(k);
       int64_t& arena = plan.arena_size[static_cast<size_t>(k)];
-      int64_t repacked = pack(plan.buffers, kind);
-      if (repacked < arena) {
-        arena = repacked;
-        continue;
-      }
-      for (size_t j = 0; j < plan.buffers.size(); ++j)
-        if (plan.buffers[j].kind == kind) plan.buffers[j] = before[j];
+      int chosen = -1;
+      for (size_t o = 0; o < options.size(); ++o)
+        if (int64_t size = pack(options[o], kind); size < arena) {
+          arena = size;
+          chosen = static_cast<int>(o);
+        }
+      if (chosen >= 0)
+        for (size_t j = 0; j < plan.buffers.size(); ++j)
+          if (plan.buffers[j].kind == kind) plan.buffers[j] = options[static_cast<size_t>(chosen)][j];
     }
   }
 
