@@ -494,8 +494,10 @@ class Planner {
     for (int e = 0; e < n_; ++e)
       for (ir::ValueId v : p.equations[static_cast<size_t>(e)].outputs) {
         const Slot& s = plan.slots[static_cast<size_t>(v)];
-        if (s.where == Slot::Where::external_output && s.index >= 0 && static_cast<size_t>(s.index) < first_write.size())
-          first_write[static_cast<size_t>(s.index)] = std::min(first_write[static_cast<size_t>(s.index)], e);
+        if (s.where != Slot::Where::external_output || s.index < 0 || static_cast<size_t>(s.index) >= first_write.size())
+          continue;
+        int& first = first_write[static_cast<size_t>(s.index)];
+        first = std::min(first, e);
       }
     for (size_t i = 0; i < p.outputs.size(); ++i) {
       const Slot& s = plan.slots[static_cast<size_t>(p.outputs[i])];
@@ -504,7 +506,8 @@ class Planner {
       r.output = static_cast<int>(i);
       r.kind = p.type(p.outputs[i]).kind;
       r.size = p.type(p.outputs[i]).size_bytes();
-      if (int alias = plan.output_alias[i]; alias >= 0) r.lo = last_[static_cast<size_t>(p.inputs[static_cast<size_t>(alias)])] + 1;
+      if (int alias = plan.output_alias[i]; alias >= 0)
+        r.lo = last_[static_cast<size_t>(p.inputs[static_cast<size_t>(alias)])] + 1;
       r.hi = first_write[i] - 1;
       // The equation that writes the output may write it over an input of its type that dies
       // there (in_place_candidates): that input's buffer may end at the write, at the allocation's
@@ -537,14 +540,15 @@ class Planner {
     auto place = [&](const std::vector<size_t>& order) {
       std::vector<Buffer> buffers = plan.buffers;
       for (Room& r : rooms) r.placed.clear();
-      std::vector<char> writer_used(static_cast<size_t>(n_), 0);  // an equation whose output took an input
+      std::vector<char> writer_used(static_cast<size_t>(n_) + 1, 0);  // an equation whose output took an input
       for (size_t j : order) {
         Buffer& b = buffers[j];
         for (Room& r : rooms) {
           if (r.kind != b.kind || r.size < b.size || b.start < r.lo) continue;
           const int writer = r.hi + 1;
-          const bool in_place = b.end == writer && !writer_used[static_cast<size_t>(writer)] &&
-                                std::find(r.in_place.begin(), r.in_place.end(), static_cast<int>(j)) != r.in_place.end();
+          const bool in_place = b.end == writer &&
+                                std::count(r.in_place.begin(), r.in_place.end(), static_cast<int>(j)) > 0 &&
+                                !writer_used[static_cast<size_t>(writer)];
           if (b.end > r.hi && !in_place) continue;
           std::vector<std::pair<int64_t, int64_t>> busy;
           for (size_t q : r.placed) {

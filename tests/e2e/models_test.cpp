@@ -95,7 +95,8 @@ TEST(Models, AnUndonatedGptStepKeepsTemporariesInItsOutputsWithTheSameUpdates) {
       EXPECT_EQ(own.v[i].to_vector<float>(), donated.v[i].to_vector<float>()) << p.name << " v " << i;
     }
     EXPECT_EQ(fy::testing::high_water_mismatch(own.step), "") << p.name;
-    EXPECT_LT(own.step.memory_analysis().temp_size_in_bytes, donated.step.memory_analysis().temp_size_in_bytes) << p.name;
+    EXPECT_LT(own.step.memory_analysis().temp_size_in_bytes, donated.step.memory_analysis().temp_size_in_bytes)
+        << p.name;
   }
 }
 

@@ -129,7 +129,8 @@ TEST(RandomPrograms, NoBroadcastToMoreBytesIsSavedAsAResidual) {
     expanding_total += expanding;
     std::vector<fy::ShapeDtype> args;
     for (const fy::Shape& s : p.arguments) args.push_back(fy::ShapeDtype{s, fy::DType::f64});
-    auto residuals = fy::saved_residuals([&](const std::vector<fy::Tensor>& xs) { return pr::emit_loss(p, xs, true); }, args);
+    auto loss = [&](const std::vector<fy::Tensor>& xs) { return pr::emit_loss(p, xs, true); };
+    auto residuals = fy::saved_residuals(loss, args);
     for (const fy::Residual& r : residuals)
       EXPECT_EQ(r.source.rfind("output of broadcast_in_dim", 0), std::string::npos)
           << "seed " << seed << ": " << r.decision << " " << r.source << "\n" << pr::describe(p);

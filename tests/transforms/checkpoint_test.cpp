@@ -149,16 +149,15 @@ TEST(Checkpoint, ABroadcastIsRecomputedFromItsSmallerOperandRatherThanSaved) {
     fy::Tensor e = fy::exp(x);
     return e / fy::broadcast_in_dim(fy::sum(e, {1}), {2, 4}, {0});
   };
-  auto res = fy::saved_residuals([&](fy::Tensor x) { return fy::sum(fy::sin(fy::checkpoint(softmax, fy::policies::everything_saveable)(x))); },
-                                 fy::ShapeDtype{{2, 4}, fy::DType::f64});
+  auto loss = [&](fy::Tensor x) { return fy::sum(fy::sin(fy::checkpoint(softmax, fy::policies::everything_saveable)(x))); };
+  auto res = fy::saved_residuals(loss, fy::ShapeDtype{{2, 4}, fy::DType::f64});
   std::vector<std::string> lines;
-  for (const auto& r : res) lines.push_back(fy::type_string(r.type.dtype, r.type.shape) + " " + r.decision + " " + r.source);
+  for (const auto& r : res)
+    lines.push_back(fy::type_string(r.type.dtype, r.type.shape) + " " + r.decision + " " + r.source);
   using V = std::vector<std::string>;
   EXPECT_EQ(lines, (V{"f64[2,4] saved output of exp", "f64[2] saved output of reduce_sum",
                       "f64[2,4] saved output of div"}));
-  fy::testing::expect_gradients_match(
-      [&](const Xs& p) { return fy::sum(fy::sin(fy::checkpoint(softmax, fy::policies::everything_saveable)(p[0]))); },
-      fy::testing::random_f64({{2, 4}}, 6));
+  fy::testing::expect_gradients_match([&](const Xs& p) { return loss(p[0]); }, fy::testing::random_f64({{2, 4}}, 6));
 }
 
 size_t count(const std::string& text, const std::string& needle) {
