@@ -11,6 +11,7 @@
 #include "compiler/twins.h"
 #include "ferry/error.h"
 #include "ir/printer.h"
+#include "prims/fused_body.h"
 #include "prims/registry.h"
 
 namespace ferry::compiler {
@@ -59,15 +60,20 @@ struct Positions {
   }
 };
 
-// Seconds one equation takes at the machine's rates.
-double seconds_of(const ir::Equation& eq, const ir::Program& p, const StepRates& rates) {
-  return equation_seconds(prims::cost(eq, p), rates);
+// Seconds one equation of a recomputation takes at the machine's rates. Where the fuse pass will
+// run, an elementwise equation joins a fused group with its neighbours and its intermediates stay
+// in the kernel's blocks: its arithmetic is its cost, not a pass over memory (the group's reads
+// and writes at its edges are a small part of a chain's).
+double seconds_of(const ir::Equation& eq, const ir::Program& p, const StepRates& rates, bool fused) {
+  prims::Cost c = prims::cost(eq, p);
+  if (fused && prims::fusible_primitive(eq.prim)) c.bytes_read = c.bytes_written = 0;
+  return equation_seconds(c, rates);
 }
 
 // The work a recomputation of `group` adds: its own equations and the recomputations they read
 // that are not candidates (a candidate's value exists whatever is chosen for it), transitively.
 double chain_seconds(const ir::Program& bp, const Group& g, const Twins& twins, const std::vector<char>& candidate_clone,
-                     const StepRates& rates) {
+                     const StepRates& rates, bool fused) {
   std::vector<int> producer(bp.values.size(), -1);
   for (size_t e = 0; e < bp.equations.size(); ++e)
     for (ValueId v : bp.equations[e].outputs) producer[idx(v)] = static_cast<int>(e);
@@ -80,7 +86,7 @@ double chain_seconds(const ir::Program& bp, const Group& g, const Twins& twins, 
     stack.pop_back();
     if (!seen.insert(e).second) continue;
     const ir::Equation& eq = bp.equations[e];
-    total += seconds_of(eq, bp, rates);
+    total += seconds_of(eq, bp, rates, fused);
     for (ValueId v : eq.inputs) {
       int q = producer[idx(v)];
       if (q < 0 || !bp.equations[static_cast<size_t>(q)].automatic || candidate_clone[idx(v)]) continue;
@@ -225,7 +231,9 @@ class Planner {
       transfer_total += 2.0 * static_cast<double>(bytes[g]) / rates_.link_bytes_per_s;
     }
     double compute = std::max(estimate_step_time(p, rates_).compute_seconds, 1e-12);
-    double exposed_share = std::clamp(transfer_total / compute, 0.05, 1.0);
+    // The part of a transfer the compute does not hide, plus the compute it slows where copies run
+    // on the compute's own cores (StepRates::copy_compute_share).
+    double exposed_share = std::min(1.0, std::clamp(transfer_total / compute, 0.05, 1.0) + rates_.copy_compute_share);
 
     for (size_t g = 0; g < groups_.size(); ++g) {
       const Group& gr = groups_[g];
@@ -262,7 +270,7 @@ class Planner {
         }
         if (first_bwd > last_pos) continue;  // nothing reads it late: no choice to make
         const int64_t b = p.type(v).size_bytes();
-        const double recompute_seconds = chain_seconds(p0_, gr, twins_, clone_is_candidate0, rates_);
+        const double recompute_seconds = chain_seconds(p0_, gr, twins_, clone_is_candidate0, rates_, options_.fuse);
         std::vector<AutoInterval> early;
         if (last_fwd >= 0) early.push_back({d, last_fwd, b});
         AutoInterval late{std::max(first_bwd - 1, d), last, b};
@@ -288,7 +296,8 @@ class Planner {
         // Recomputed: a slice in the backward body while it runs.
         if (!gr.stacked) {
           const double recompute_seconds = static_cast<double>(length) *
-              chain_seconds(body, gr, twins_, clone_is_candidate_body[static_cast<size_t>(gr.pair)], rates_);
+              chain_seconds(body, gr, twins_, clone_is_candidate_body[static_cast<size_t>(gr.pair)], rates_,
+                            options_.fuse);
           c.options.push_back({Kind::recompute, recompute_seconds, {{last, last, slice}}});
         }
         for (int q = d; q <= last; ++q) prob.base[static_cast<size_t>(q)] -= b;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "prims/registry.h"
+#include "runtime/backend.h"
 
 namespace ferry::compiler {
 namespace {
@@ -40,6 +41,11 @@ StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
       double start = std::max(now, link_free);
       link_free = start + bytes / rates.link_bytes_per_s;
       transfer_end[static_cast<size_t>(eq.outputs[0])] = link_free;
+      // The cores it takes from the kernels (charged when it starts: the compute it overlaps is
+      // what slows, and which compute that is matters little to the total).
+      const double slowed = rates.copy_compute_share * bytes / rates.link_bytes_per_s;
+      now += slowed;
+      t.compute_seconds += slowed;
       continue;
     }
     if (eq.prim == Primitive::copy_done) {
@@ -76,7 +82,8 @@ StepRates step_rates(const CompileOptions& options) {
           .link_bytes_per_s = options.link_bandwidth_bytes_per_s,
           .vector_flops_per_s = options.vector_flops_per_s,
           .transcendentals_per_s = options.transcendentals_per_s,
-          .dot_product_seconds = options.dot_product_seconds};
+          .dot_product_seconds = options.dot_product_seconds,
+          .copy_compute_share = runtime::backend(options.backend).facts().copy_compute_share};
 }
 
 }  // namespace ferry::compiler

@@ -5,7 +5,9 @@
 // `memory_bytes_per_s`; the copy queue runs the transfers between memory kinds one after another
 // (they share the link), each starting when its copy_start is reached and the link is free and
 // taking its bytes at `link_bytes_per_s`. A copy_done waits for its transfer, so only the part of
-// a transfer that the compute in its window does not hide costs time. A synchronous device_put
+// a transfer that the compute in its window does not hide costs time; where the copies run on the
+// compute's own cores (the CPU backend), each transfer also slows the compute queue by
+// `copy_compute_share` of its time. A synchronous device_put
 // between kinds is a transfer the compute queue waits for whole. A scan's body is timed once and
 // counted once per step; so is a checkpoint's body.
 #pragma once
@@ -23,6 +25,9 @@ struct StepRates {
   double vector_flops_per_s = 1e10;     // the other FLOPs (elementwise arithmetic, random bits, ...)
   double transcendentals_per_s = 1e9;   // exp, tanh, erf, ... evaluations
   double dot_product_seconds = 1e-6;    // fixed cost of each matrix product (call, packing, threads)
+  // The share of its own time an asynchronous transfer takes from the compute queue (the backend's
+  // DeviceFacts::copy_compute_share: 0 with copy engines of their own, 1/threads on the CPU).
+  double copy_compute_share = 0;
 };
 
 // The time of work `c` on the compute queue: its compute (matrix FLOPs and the per-product cost,

@@ -59,6 +59,10 @@ struct DeviceFacts {
   double transcendentals_per_s = 0;
   // Copies from or to unpinned_host memory block the host (and so hide behind no compute).
   bool unpinned_copies_synchronous = false;
+  // The share of compute throughput an asynchronous copy takes while it runs: 0 where copy engines
+  // of their own move the bytes (a GPU's DMA), 1/threads where a host thread does (the CPU
+  // backend's copy queue runs memcpy on the cores the kernels use).
+  double copy_compute_share = 0;
 };
 
 class Backend {

@@ -25,24 +25,41 @@ size_t page_rounded(size_t bytes) {
   return (bytes + page - 1) / page * page;
 }
 
-// Mappings given back, kept for reuse: (mapped size, address), oldest first.
+// Mappings given back, kept for reuse: (usable size, address), oldest first. A mapping's usable
+// size (a reused one may be larger than its request) is written in a page of its own before the
+// address handed out, so giving one back needs no table (and no heap allocation).
 std::mutex g_cache_mutex;
 std::deque<std::pair<size_t, void*>> g_cache;
 size_t g_cache_bytes = 0;
+constexpr size_t kHeaderPage = 4096;
 
+size_t& usable_size(void* p) { return *reinterpret_cast<size_t*>(static_cast<char*>(p) - kHeaderPage); }
+void unmap(void* p, size_t usable) { munmap(static_cast<char*>(p) - kHeaderPage, usable + kHeaderPage); }
+
+// The smallest cached mapping that holds `mapped` bytes and wastes at most as much again (so
+// programs of different arena sizes, run in turn, reuse each other's touched pages), or nullptr.
 void* take_cached(size_t mapped) {
   std::lock_guard<std::mutex> lock(g_cache_mutex);
-  for (auto it = g_cache.rbegin(); it != g_cache.rend(); ++it)
-    if (it->first == mapped) {
-      void* p = it->second;
-      g_cache_bytes -= mapped;
-      g_cache.erase(std::next(it).base());
-      return p;
-    }
-  return nullptr;
+  auto best = g_cache.end();
+  for (auto it = g_cache.begin(); it != g_cache.end(); ++it)
+    if (it->first >= mapped && it->first / 2 <= mapped && (best == g_cache.end() || it->first < best->first)) best = it;
+  if (best == g_cache.end()) return nullptr;
+  void* p = best->second;
+  g_cache_bytes -= best->first;
+  g_cache.erase(best);
+  return p;
 }
 
-void give_back_mapping(void* p, size_t mapped) {
+void* map_fresh(size_t mapped) {
+  void* base = mmap(nullptr, mapped + kHeaderPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return nullptr;
+  void* p = static_cast<char*>(base) + kHeaderPage;
+  usable_size(p) = mapped;
+  return p;
+}
+
+void give_back_mapping(void* p) {
+  const size_t mapped = usable_size(p);
   std::vector<std::pair<size_t, void*>> evicted;
   {
     std::lock_guard<std::mutex> lock(g_cache_mutex);
@@ -58,7 +75,7 @@ void give_back_mapping(void* p, size_t mapped) {
       }
     }
   }
-  for (auto [size, q] : evicted) munmap(q, size);
+  for (auto [size, q] : evicted) unmap(q, size);
 }
 
 // What a zero-byte allocation points at: valid, aligned, owned by nobody.
@@ -111,10 +128,7 @@ void* allocate(MemoryKind kind, size_t bytes, Tally* tally) {
   if (bytes >= kMapThreshold) {
     size_t mapped = page_rounded(bytes);
     p = mapped >= bytes ? take_cached(mapped) : nullptr;
-    if (p == nullptr) {
-      p = mapped >= bytes ? mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
-      if (p == MAP_FAILED) p = nullptr;
-    }
+    if (p == nullptr && mapped >= bytes) p = map_fresh(mapped);
   } else {
     size_t rounded = (bytes + kAllocationAlignment - 1) / kAllocationAlignment * kAllocationAlignment;
     p = std::aligned_alloc(kAllocationAlignment, rounded);
@@ -131,7 +145,7 @@ void* allocate(MemoryKind kind, size_t bytes, Tally* tally) {
 void deallocate(MemoryKind kind, void* p, size_t bytes, Tally* tally) {
   size_t k = index_of(kind);
   if (p == nullptr || p == g_empty) return;
-  if (bytes >= kMapThreshold) give_back_mapping(p, page_rounded(bytes));
+  if (bytes >= kMapThreshold) give_back_mapping(p);
   else std::free(p);
   count(k, -static_cast<int64_t>(bytes), tally);
 }
@@ -143,7 +157,7 @@ void release_cached_mappings() {
     all.swap(g_cache);
     g_cache_bytes = 0;
   }
-  for (auto [size, p] : all) munmap(p, size);
+  for (auto [size, p] : all) unmap(p, size);
 }
 
 ResourceCounters resource_counters() {

@@ -32,14 +32,15 @@ struct ResourceCounters {
 
 // Allocations of at least this many bytes are mapped from the system (mmap), so a run's arena
 // does not stay in (and fragment) the C heap among the small outputs that callers keep. A mapping
-// given back is kept for reuse by an allocation of the same mapped size (up to kMappingCacheBytes
-// and kMappingCacheEntries, the oldest unmapped first): a training loop allocates the same arena
-// every step, and a fresh mapping costs a page fault per 4 KiB on first touch (measured: ~35 ms per
-// 16 MiB on the reference machine, more than the kernels that then run on it). Cached mappings are
-// not in use: the counts below do not include them.
+// given back is kept for reuse by an allocation it holds with at most as much again to spare (up to
+// kMappingCacheBytes and kMappingCacheEntries, the oldest unmapped first): a training loop
+// allocates the same arena every step, programs compiled under different policies run in turn
+// allocate arenas of similar sizes, and a fresh mapping costs a page fault per 4 KiB on first
+// touch (measured: ~35 ms per 16 MiB on the reference machine, more than the kernels that then run
+// on it). Cached mappings are not in use: the counts below do not include them.
 inline constexpr size_t kMapThreshold = size_t{1} << 20;
-inline constexpr size_t kMappingCacheBytes = size_t{1} << 30;
-inline constexpr size_t kMappingCacheEntries = 8;
+inline constexpr size_t kMappingCacheBytes = size_t{2} << 30;
+inline constexpr size_t kMappingCacheEntries = 32;
 
 // A backend's memory of one kind. Every resource counts through count_allocation(), so the
 // process's counters and a run's tally see every backend's bytes the same way.

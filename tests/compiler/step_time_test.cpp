@@ -69,6 +69,29 @@ TEST(StepTime, ACopyIsHiddenByTheComputeInItsWindowAndNoMore) {
   EXPECT_DOUBLE_EQ(t.seconds(), 256);
 }
 
+TEST(StepTime, ACopyOnTheComputeCoresSlowsTheComputeByItsShare) {
+  // A 64-byte transfer beside 16 + 16 FLOPs: with copies that take half the cores while they run
+  // (a CPU backend of two threads), the compute queue loses 32 s; the transfer then ends at 64,
+  // before its copy_done at 16 + 32 + 16 = 64 is reached, so nothing more is exposed.
+  auto p = ir::parse(
+      "program @main(%0: f32[16], %1: f32[16]) {\n"
+      "  %2 = copy_start[dst=pinned_host] %0 : f32[16]{pinned_host}\n"
+      "  %3 = sin %1 : f32[16]\n"
+      "  %4 = cos %3 : f32[16]\n"
+      "  %5 = copy_done %2, %0 : f32[16]{pinned_host}\n"
+      "  return %5, %4\n"
+      "}\n");
+  StepRates shared = kRates;
+  shared.copy_compute_share = 0.5;
+  StepTime t = estimate_step_time(*p, shared);
+  EXPECT_DOUBLE_EQ(t.compute_seconds, 32 + 32);
+  EXPECT_DOUBLE_EQ(t.exposed_copy_seconds, 0);
+  // With copy engines of their own, the same copy is hidden but for 64 - 32.
+  StepTime own = estimate_step_time(*p, kRates);
+  EXPECT_DOUBLE_EQ(own.compute_seconds, 32);
+  EXPECT_DOUBLE_EQ(own.exposed_copy_seconds, 32);
+}
+
 TEST(StepTime, CopiesShareTheLink) {
   // Two 64-byte transfers started together end at 64 and 128; 16 FLOPs hide 16 s of the first.
   auto p = ir::parse(

@@ -1,12 +1,14 @@
 // The CPU backend: every memory kind is host RAM (runtime/memory_resource.h's host resources), the
 // copy engine is a thread (runtime/copy_queue.h), and there is no stream: kernels run on the
 // calling thread and are done when they return.
+#include <algorithm>
 #include <cstring>
 
 #include "ferry/options.h"
 #include "runtime/backend.h"
 #include "runtime/copy_queue.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/cpu/parallel.h"
 
 namespace ferry::runtime {
 namespace {
@@ -36,6 +38,7 @@ class CpuBackend final : public Backend {
     f.memory_bytes_per_s = defaults.memory_bytes_per_s;
     f.vector_flops_per_s = defaults.vector_flops_per_s;
     f.transcendentals_per_s = defaults.transcendentals_per_s;
+    f.copy_compute_share = 1.0 / std::max(1, cpu::num_threads());
     return f;
   }
 };
