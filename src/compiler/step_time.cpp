@@ -26,7 +26,16 @@ StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
   StepTime t;
   double now = 0, link_free = 0, waited = 0;
   std::vector<double> transfer_end(p.values.size(), 0);  // by a copy_start's result
-  for (const ir::Equation& eq : p.equations) {
+  // A reshape of a value it reads last (not one of the program's own inputs or results) writes in
+  // place over it (its registry entry says so) and moves nothing.
+  std::vector<int> last_read(p.values.size(), -1);
+  for (size_t e = 0; e < p.equations.size(); ++e)
+    for (ir::ValueId v : p.equations[e].inputs) last_read[static_cast<size_t>(v)] = static_cast<int>(e);
+  for (ir::ValueId v : p.inputs) last_read[static_cast<size_t>(v)] = -2;
+  for (ir::ValueId v : p.outputs) last_read[static_cast<size_t>(v)] = -2;
+  for (size_t e = 0; e < p.equations.size(); ++e) {
+    const ir::Equation& eq = p.equations[e];
+    if (eq.prim == Primitive::reshape && last_read[static_cast<size_t>(eq.inputs[0])] == static_cast<int>(e)) continue;
     // A fused group is one kernel: its cost rule counts only what it reads and writes.
     if (!eq.subprograms.empty() && eq.prim != Primitive::fused) {
       double times = eq.prim == Primitive::scan ? static_cast<double>(std::get<ir::ScanParams>(eq.params).length) : 1.0;

@@ -141,6 +141,43 @@ void Executable::enter_body(size_t e, const Frame& f, Frame& body) const {
   }
 }
 
+// A loop's frame (scan, while_loop): the body's region, its carries where they start (the
+// operands), end (the results) and alternate with (the scratch buffers), and its loop-invariant
+// operands from `invariant_from` on.
+void Executable::enter_loop(size_t e, const Frame& f, State& st, size_t num_carry, size_t invariant_from) const {
+  const ir::Equation& eq = program_->equations[e];
+  const compiler::BodyPlan& bp = *plan_->bodies[e];
+  State::Body& b = st.bodies[e];
+  enter_body(e, f, b.frame);
+  for (size_t j = 0; j < num_carry; ++j) {
+    b.carry[j] = address(f, eq.inputs[j]);
+    b.out_carry[j] = address(f, eq.outputs[j]);
+    b.scratch[j] = buffer_address(f, bp.carry_scratch[j]);
+  }
+  for (size_t j = invariant_from; j < eq.inputs.size(); ++j) b.frame.inputs[j] = address(f, eq.inputs[j]);
+}
+
+// Counts a transfer between memory kinds in the run's statistics and queues it on the copy engine,
+// named on the timeline's copy lane by `label` (nullptr: "<from> -> <to>").
+uint64_t Executable::enqueue_transfer(const Frame& f, void* dst, MemoryKind to, const void* src, MemoryKind from,
+                                      int64_t bytes, const char* label) const {
+  count_transfer(f, from, to, bytes);
+  CopyQueue::Observer observer;
+  if (f.timeline) {  // the name is made only for a timeline: a run without one allocates nothing here
+    Timeline* timeline = f.timeline;
+    std::string name = label ? std::string(label) : fmt::format("{} -> {}", memory_kind_name(from), memory_kind_name(to));
+    observer = [timeline, name = std::move(name)](uint64_t, size_t n, double begin, double end) {
+      timeline->copy(name, static_cast<int64_t>(n), begin, end);
+    };
+  }
+  return f.copies->enqueue(dst, to, src, from, static_cast<size_t>(bytes), std::move(observer));
+}
+
+void Executable::count_transfer(const Frame& f, MemoryKind from, MemoryKind to, int64_t bytes) {
+  if (from == MemoryKind::device && to != MemoryKind::device) f.stats->bytes_to_host += bytes;
+  if (from != MemoryKind::device && to == MemoryKind::device) f.stats->bytes_to_device += bytes;
+}
+
 void Executable::run_call(size_t e, const Frame& f, State& st) const {
   const ir::Equation& eq = program_->equations[e];
   State::Body& b = st.bodies[e];
@@ -157,16 +194,9 @@ void Executable::run_while(size_t e, const Frame& f, State& st) const {
   const ir::Equation& eq = program_->equations[e];
   const ir::Program& body = bodies_[e]->program();
   const size_t nc = body.outputs.size();
-  const compiler::BodyPlan& bp = *plan_->bodies[e];
+  enter_loop(e, f, st, nc, nc);
   State::Body& b = st.bodies[e];
   Frame& step = b.frame;
-  enter_body(e, f, step);
-  for (size_t j = 0; j < nc; ++j) {
-    b.carry[j] = address(f, eq.inputs[j]);
-    b.out_carry[j] = address(f, eq.outputs[j]);
-    b.scratch[j] = buffer_address(f, bp.carry_scratch[j]);
-  }
-  for (size_t j = nc; j < eq.inputs.size(); ++j) step.inputs[j] = address(f, eq.inputs[j]);
   bool to_output = true;
   // The predicate is read on the host: after the stream has computed it.
   auto predicate = [&] {
@@ -196,31 +226,17 @@ void Executable::run_scan(size_t e, const Frame& f, State& st) const {
   const auto& p = std::get<ir::ScanParams>(eq.params);
   const size_t nc = static_cast<size_t>(p.num_carry), nx = static_cast<size_t>(p.num_xs);
   const compiler::BodyPlan& bp = *plan_->bodies[e];
+  enter_loop(e, f, st, nc, nc + nx);
   State::Body& b = st.bodies[e];
   Frame& step = b.frame;
-  enter_body(e, f, step);
-  for (size_t j = 0; j < nc; ++j) {
-    b.carry[j] = address(f, eq.inputs[j]);
-    b.out_carry[j] = address(f, eq.outputs[j]);
-    b.scratch[j] = buffer_address(f, bp.carry_scratch[j]);
-  }
-  for (size_t j = nc + nx; j < eq.inputs.size(); ++j) step.inputs[j] = address(f, eq.inputs[j]);
   auto index_of = [&](int64_t s) { return p.reverse ? p.length - 1 - s : s; };
   auto slice = [&](ir::ValueId stacked, ir::ValueId body_value, int64_t i) {
     return static_cast<char*>(address(f, stacked)) + i * body.type(body_value).size_bytes();
   };
   // Double-buffered streams: a ticket per parity.
   auto copy = [&](void* dst, MemoryKind to, const void* src, MemoryKind from, int64_t bytes, bool to_host) {
-    (to_host ? f.stats->bytes_to_host : f.stats->bytes_to_device) += bytes;
-    CopyQueue::Observer observer;
-    if (f.timeline) {
-      Timeline* timeline = f.timeline;
-      std::string name = to_host ? "scan: device -> host (streamed)" : "scan: host -> device (prefetch)";
-      observer = [timeline, name](uint64_t, size_t n, double begin, double end) {
-        timeline->copy(name, static_cast<int64_t>(n), begin, end);
-      };
-    }
-    return f.copies->enqueue(dst, to, src, from, static_cast<size_t>(bytes), std::move(observer));
+    return enqueue_transfer(f, dst, to, src, from, bytes,
+                            to_host ? "scan: device -> host (streamed)" : "scan: host -> device (prefetch)");
   };
   auto kind_of = [&](int buffer) { return plan_->buffers[static_cast<size_t>(buffer)].kind; };
   for (auto& t : b.fetch) t = {0, 0};
@@ -279,19 +295,8 @@ void Executable::start_copy(size_t e, const Frame& f, State& st) const {
   const ir::Equation& eq = p.equations[e];
   ir::ValueId src = eq.inputs[0], dst = eq.outputs[0];
   MemoryKind from = p.type(src).kind, to = p.type(dst).kind;
-  int64_t bytes = p.type(dst).size_bytes();
-  if (from == MemoryKind::device && to != MemoryKind::device) f.stats->bytes_to_host += bytes;
-  if (from != MemoryKind::device && to == MemoryKind::device) f.stats->bytes_to_device += bytes;
-  CopyQueue::Observer observer;
-  if (f.timeline) {
-    std::string name = fmt::format("{} -> {}", memory_kind_name(from), memory_kind_name(to));
-    Timeline* timeline = f.timeline;
-    observer = [timeline, name](uint64_t, size_t n, double begin, double end) {
-      timeline->copy(name, static_cast<int64_t>(n), begin, end);
-    };
-  }
   st.tickets[static_cast<size_t>(dst)] =
-      f.copies->enqueue(address(f, dst), to, address(f, src), from, static_cast<size_t>(bytes), std::move(observer));
+      enqueue_transfer(f, address(f, dst), to, address(f, src), from, p.type(dst).size_bytes(), nullptr);
 }
 
 void Executable::execute(const Frame& f, State& st) const {
@@ -326,12 +331,8 @@ void Executable::execute(const Frame& f, State& st) const {
       if (int w = plan.workspace[e]; w >= 0) workspace = Workspace(buffer_address(f, w), plan.buffers[static_cast<size_t>(w)].size);
       kernels_[e](eq, std::span<const ConstView>(st.in.data(), eq.inputs.size()),
                   std::span<const MutView>(st.out.data(), eq.outputs.size()), workspace, f.stream);
-      if (eq.prim == Primitive::device_put) {
-        MemoryKind from = p.type(eq.inputs[0]).kind, to = p.type(eq.outputs[0]).kind;
-        int64_t bytes = p.type(eq.outputs[0]).size_bytes();
-        if (from == MemoryKind::device && to != MemoryKind::device) f.stats->bytes_to_host += bytes;
-        if (from != MemoryKind::device && to == MemoryKind::device) f.stats->bytes_to_device += bytes;
-      }
+      if (eq.prim == Primitive::device_put)
+        count_transfer(f, p.type(eq.inputs[0]).kind, p.type(eq.outputs[0]).kind, p.type(eq.outputs[0]).size_bytes());
     }
     if (f.timeline && eq.prim != Primitive::copy_start && eq.prim != Primitive::copy_done)
       f.timeline->compute(std::string(primitive_name(eq.prim)), begin, now_seconds());

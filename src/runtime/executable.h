@@ -82,6 +82,10 @@ class Executable {
   void run_call(size_t e, const Frame& frame, State& state) const;
   void start_copy(size_t e, const Frame& frame, State& state) const;
   void enter_body(size_t e, const Frame& frame, Frame& body) const;
+  void enter_loop(size_t e, const Frame& frame, State& state, size_t num_carry, size_t invariant_from) const;
+  uint64_t enqueue_transfer(const Frame& frame, void* dst, MemoryKind to, const void* src, MemoryKind from,
+                            int64_t bytes, const char* label) const;
+  static void count_transfer(const Frame& frame, MemoryKind from, MemoryKind to, int64_t bytes);
 
   std::shared_ptr<const ir::Program> program_;
   std::shared_ptr<const compiler::MemoryPlan> plan_;

@@ -36,6 +36,24 @@ TEST(StepTime, EachKindOfWorkAtItsRate) {
   EXPECT_DOUBLE_EQ(estimate_step_time(*p, rates).compute_seconds, 4.0 + 11.0 + 1.2);
 }
 
+TEST(StepTime, AReshapeInPlaceMovesNothing) {
+  // %2's reshape is its last reader: it writes in place and costs nothing. %3 is read again after
+  // its reshape, which copies 64 bytes (read and written: 128 at 1 byte per second).
+  auto p = ir::parse(
+      "program @main(%0: f32[4,4]) {\n"
+      "  %1 = sin %0 : f32[4,4]\n"
+      "  %2 = reshape[new_sizes=[16]] %1 : f32[16]\n"
+      "  %3 = cos %0 : f32[4,4]\n"
+      "  %4 = reshape[new_sizes=[16]] %3 : f32[16]\n"
+      "  %5 = reduce_sum[axes=[0,1]] %3 : f32[]\n"
+      "  return %2, %4, %5\n"
+      "}\n");
+  StepRates rates = kRates;
+  rates.memory_bytes_per_s = 1;
+  const double sin_cos = 2 * std::max(16.0, 128.0), sum = std::max(16.0, 64.0 + 4.0);
+  EXPECT_DOUBLE_EQ(estimate_step_time(*p, rates).compute_seconds, sin_cos + 128 + sum);
+}
+
 TEST(StepTime, ComputeAddsUpAndScansCountEveryStep) {
   auto p = ir::parse(
       "program @main(%0: f32[16]) {\n"
