@@ -66,7 +66,7 @@ struct Positions {
 // and writes at its edges are a small part of a chain's).
 double seconds_of(const ir::Equation& eq, const ir::Program& p, const StepRates& rates, bool fused) {
   prims::Cost c = prims::cost(eq, p);
-  if (fused && prims::fusible_primitive(eq.prim)) c.bytes_read = c.bytes_written = 0;
+  if (fused && prims::fusible_primitive(eq.prim) && eq.prim != Primitive::reshape) c.bytes_read = c.bytes_written = 0;
   return equation_seconds(c, rates);
 }
 
@@ -174,7 +174,7 @@ class Planner {
   }
   size_t num_groups() const { return groups_.size(); }
 
-  Planned plan(const std::vector<Kind>& per_group) const {
+  Planned plan(const std::vector<Kind>& per_group, const PlanTail* with = nullptr) const {
     std::vector<TwinChoice> choices(twins_.twins.size(), TwinChoice::recompute);
     for (size_t g = 0; g < groups_.size(); ++g)
       for (size_t t : groups_[g].twins)
@@ -182,7 +182,7 @@ class Planner {
                      : per_group[g] == Kind::offload ? TwinChoice::offload : TwinChoice::recompute;
     Planned out;
     out.before_tail = apply_twin_choices(p0_, twins_, choices, MemoryKind::pinned_host, &out.stacked);
-    auto [program, plan] = tail_(*out.before_tail);
+    auto [program, plan] = (with ? *with : tail_)(*out.before_tail);
     out.program = program;
     out.plan = plan;
     out.peak = memory_stats(*program, *plan).peak_memory_in_bytes;
@@ -328,7 +328,8 @@ class Planner {
 
 }  // namespace
 
-bool plan_automatic(ir::Program& program, const CompileOptions& options, const PlanTail& tail, AutoPlanReport* report) {
+bool plan_automatic(ir::Program& program, const CompileOptions& options, const PlanTail& tail, AutoPlanReport* report,
+                    const PlanTail* pose_tail) {
   if (!has_automatic(program) && !(options.fit_to_limit && options.device_memory_limit > 0)) return false;
   Planner planner(program, options, tail);
   if (planner.empty() && !options.fit_to_limit) return false;
@@ -349,33 +350,61 @@ bool plan_automatic(ir::Program& program, const CompileOptions& options, const P
   r.attempts = 1;
   if (limit <= 0 || saved.peak <= limit) return finish(saved, all_saved);
 
+  const Planned posed = pose_tail ? planner.plan(all_saved, pose_tail) : saved;
   if (options.fit_to_limit) {
-    planner.add_splits(saved);
+    planner.add_splits(posed);
     all_saved.assign(planner.num_groups(), Kind::save);
     r.candidates = static_cast<int>(planner.num_groups());
   }
-  AutoProblem prob = planner.problem(saved);
+  AutoProblem prob = planner.problem(posed);
   r.problem = prob;
   Planned smallest = saved;
-  std::vector<Kind> smallest_kinds = all_saved;
-  int64_t model_limit = limit;
-  for (int attempt = 0; attempt < 6; ++attempt) {
-    prob.limit = model_limit;
-    AutoSolution sol = solve_greedy(prob);
-    std::vector<Kind> kinds = planner.choices(prob, sol.choice);
-    Planned planned = planner.plan(kinds);
-    r.attempts += 1;
-    if (planned.peak <= limit) {
-      r.choice = sol.choice;
-      return finish(planned, kinds);
+  // The greedy choice on `problem`, planned for real; while the real plan is over the limit, the
+  // model's limit is lowered by the difference and the choice made again. `to_prob` maps an option
+  // of `problem` back to the posed problem's (the same where no options were taken out).
+  auto search = [&](const AutoProblem& problem, int attempts, const std::vector<std::vector<int>>* to_prob) {
+    int64_t model_limit = limit;
+    AutoProblem posed = problem;
+    for (int attempt = 0; attempt < attempts; ++attempt) {
+      posed.limit = model_limit;
+      AutoSolution sol = solve_greedy(posed);
+      std::vector<Kind> kinds = planner.choices(posed, sol.choice);
+      Planned planned = planner.plan(kinds);
+      r.attempts += 1;
+      if (planned.peak <= limit) {
+        r.choice = sol.choice;
+        if (to_prob)
+          for (size_t c = 0; c < r.choice.size(); ++c) r.choice[c] = (*to_prob)[c][static_cast<size_t>(r.choice[c])];
+        return finish(planned, kinds);
+      }
+      if (planned.peak < smallest.peak) smallest = planned;
+      if (!sol.fits) break;  // the model has no smaller choice to offer
+      model_limit -= planned.peak - limit;
     }
-    if (planned.peak < smallest.peak) {
-      smallest = planned;
-      smallest_kinds = kinds;
+    return false;
+  };
+  if (search(prob, 6, nullptr)) return true;
+  // The model's bytes for a recomputation can be too few: recomputing a long chain from its start
+  // keeps the chain's values live together (a checkpoint around a whole stack of layers). Then
+  // the same search without recomputation, offloading instead.
+  AutoProblem no_recompute = prob;
+  std::vector<std::vector<int>> to_prob(prob.candidates.size());
+  bool any_removed = false;
+  for (size_t c = 0; c < prob.candidates.size(); ++c) {
+    std::vector<AutoOption>& opts = no_recompute.candidates[c].options;
+    opts.clear();
+    for (size_t o = 0; o < prob.candidates[c].options.size(); ++o)
+      if (prob.candidates[c].options[o].kind != Kind::recompute) {
+        opts.push_back(prob.candidates[c].options[o]);
+        to_prob[c].push_back(static_cast<int>(o));
+      }
+    if (opts.empty()) {  // recomputation is its only option: it stays
+      opts.push_back(prob.candidates[c].options[0]);
+      to_prob[c].push_back(0);
     }
-    if (!sol.fits) break;  // the model has no smaller choice to offer
-    model_limit -= planned.peak - limit;
+    any_removed = any_removed || opts.size() < prob.candidates[c].options.size();
   }
+  if (any_removed && search(no_recompute, 3, &to_prob)) return true;
   // The smallest choice the model knows: per candidate the option with the fewest bytes at its peak.
   std::vector<int> least(prob.candidates.size(), 0);
   for (size_t c = 0; c < prob.candidates.size(); ++c) {

@@ -42,8 +42,10 @@ struct AutoPlanReport {
 };
 
 // Rewrites `program` (after the clean-up passes) with the planner's choices. Returns whether it
-// changed anything.
+// changed anything. The choice is posed on the all-saved program as `pose_tail` plans it (null:
+// `tail`): without fusion, whose groups give the values the planner chooses for new names; every
+// choice is then checked with `tail`, exactly as compile will plan it.
 bool plan_automatic(ir::Program& program, const CompileOptions& options, const PlanTail& tail,
-                    AutoPlanReport* report = nullptr);
+                    AutoPlanReport* report = nullptr, const PlanTail* pose_tail = nullptr);
 
 }  // namespace ferry::compiler

@@ -36,6 +36,17 @@ std::vector<Pass> placement_passes(const CompileOptions& options) {
   return passes;
 }
 
+// The placement passes on a copy of a program, then buffer assignment: what the automatic planner
+// checks each of its choices with.
+PlanTail placement_tail(const CompileOptions& options, const PlanOptions& plan_options) {
+  return [options, plan_options](const ir::Program& program) {
+    auto p = std::make_shared<ir::Program>(program);
+    for (const Pass& pass : placement_passes(options)) pass.run(*p);
+    std::shared_ptr<const MemoryPlan> plan = plan_memory(*p, /*outputs_external=*/false, plan_options);
+    return std::pair{p, plan};
+  };
+}
+
 }  // namespace
 
 std::vector<Pass> passes_for(const CompileOptions& options, const PlanOptions& plan_options) {
@@ -43,17 +54,19 @@ std::vector<Pass> passes_for(const CompileOptions& options, const PlanOptions& p
   // identities that simplify turns into scalars or removes. Then the automatic planner makes the
   // choices automatic checkpoints left open (it plans each candidate with the passes after it),
   // then placement.
-  PlanTail tail = [options, plan_options](const ir::Program& program) {
-    auto p = std::make_shared<ir::Program>(program);
-    for (const Pass& pass : placement_passes(options)) pass.run(*p);
-    std::shared_ptr<const MemoryPlan> plan = plan_memory(*p, /*outputs_external=*/false, plan_options);
-    return std::pair{p, plan};
-  };
+  PlanTail tail = placement_tail(options, plan_options);
+  // The planner poses its choice on the unfused plan (its candidates are values fusion renames).
+  CompileOptions unfused = options;
+  unfused.fuse = false;
+  PlanTail pose_tail = placement_tail(unfused, plan_options);
   std::vector<Pass> passes{
       {"cse", eliminate_common_subexpressions},
       {"dce", eliminate_dead_code},
       {"simplify", simplify},
-      {"auto_plan", [options, tail](ir::Program& p) { return plan_automatic(p, options, tail); }},
+      {"auto_plan",
+       [options, tail, pose_tail](ir::Program& p) {
+         return plan_automatic(p, options, tail, nullptr, options.fuse ? &pose_tail : nullptr);
+       }},
   };
   for (Pass& pass : placement_passes(options)) passes.push_back(std::move(pass));
   return passes;

@@ -31,6 +31,23 @@ bool bool_result_ok(Primitive p) {
   }
 }
 
+// The primitives whose i32 results a fused kernel computes: exact integer arithmetic on the 32-bit
+// patterns, as the unfused integer kernels (elementwise_kernels.cpp) define it.
+bool i32_result_ok(Primitive p) {
+  using P = Primitive;
+  switch (p) {
+    case P::add: case P::sub: case P::mul: case P::max: case P::min: case P::neg: case P::abs: case P::sign:
+    case P::logical_and: case P::logical_or: case P::logical_xor: case P::logical_not:
+    case P::shift_left: case P::shift_right_logical: case P::select: case P::convert_element_type:
+    case P::bitcast_convert_type: case P::threefry2x32: case P::stop_gradient: case P::checkpoint_name:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool word_dtype(DType t) { return t == DType::f32 || t == DType::i32; }
+
 }  // namespace
 
 bool fusible_primitive(Primitive p) {
@@ -38,12 +55,13 @@ bool fusible_primitive(Primitive p) {
   switch (p) {
     case P::neg: case P::exp: case P::log: case P::sin: case P::cos: case P::tanh: case P::logistic: case P::sqrt:
     case P::rsqrt: case P::abs: case P::sign: case P::erf: case P::log1p: case P::expm1: case P::floor: case P::ceil:
-    case P::round: case P::logical_not:
+    case P::round: case P::logical_not: case P::shift_left: case P::shift_right_logical:
     case P::add: case P::sub: case P::mul: case P::div: case P::max: case P::min: case P::pow:
     case P::logical_and: case P::logical_or: case P::logical_xor:
     case P::eq: case P::ne: case P::lt: case P::le: case P::gt: case P::ge:
     case P::select: case P::clamp: case P::convert_element_type: case P::stop_gradient: case P::checkpoint_name:
-    case P::broadcast_in_dim: case P::constant:
+    case P::bitcast_convert_type: case P::threefry2x32:
+    case P::broadcast_in_dim: case P::constant: case P::iota: case P::reshape:
     case P::reduce_sum: case P::reduce_max: case P::reduce_min:
       return true;
     default:
@@ -54,15 +72,28 @@ bool fusible_primitive(Primitive p) {
 FusedLayout fused_layout(const ir::Program& body) {
   FusedLayout l;
   const size_t nv = body.values.size();
-  // The domain: the largest value (the first of that size), checked against every value below.
+  // The domain: the largest element count, in the shape of the values whose layout matters (a
+  // reduction's operand, a broadcast's result from a row or a source), else of the first value of
+  // that size. Other values of that count are full values too, in another shape: the same
+  // elements in the same row-major order (a reshape between them moves nothing).
   int64_t biggest = -1;
   for (const ir::Type& t : body.values) {
-    if (t.dtype != DType::f32 && t.dtype != DType::boolean)
-      invalid(fmt::format("a fused body holds f32 and bool values only, not {}", ir::to_string(t)));
+    if (t.dtype != DType::f32 && t.dtype != DType::boolean && t.dtype != DType::i32)
+      invalid(fmt::format("a fused body holds f32, i32 and bool values only, not {}", ir::to_string(t)));
     if (t.kind != MemoryKind::device) invalid(fmt::format("a fused body's values live on the device, not {}", ir::to_string(t)));
     if (t.num_elements() > biggest) {
       biggest = t.num_elements();
       l.domain = t.shape;
+    }
+  }
+  for (const ir::Equation& eq : body.equations) {
+    const ir::Type* laid = nullptr;
+    if (reduction(eq.prim) && !eq.inputs.empty()) laid = &body.type(eq.inputs[0]);
+    if (eq.prim == Primitive::broadcast_in_dim && !eq.inputs.empty() && body.type(eq.inputs[0]).num_elements() > 1)
+      laid = &body.type(eq.outputs.at(0));
+    if (laid && laid->num_elements() == biggest) {
+      l.domain = laid->shape;
+      break;
     }
   }
   const int64_t rank = static_cast<int64_t>(l.domain.size());
@@ -93,6 +124,7 @@ FusedLayout fused_layout(const ir::Program& body) {
     if (s == l.domain) return C::full;
     if (num_elements(s) == 1) return C::scalar;  // also a domain's only row: one number either way
     if (l.reduced_axes > 0 && s == row_shape) return C::row;
+    if (num_elements(s) == l.rows * l.cols) return C::full;  // the domain's elements in another shape
     return std::nullopt;
   };
   for (ir::ValueId v : body.inputs) l.value_class.at(static_cast<size_t>(v)) = by_shape(body.type(v).shape).value_or(C::source);
@@ -100,14 +132,28 @@ FusedLayout fused_layout(const ir::Program& body) {
   for (const ir::Equation& eq : body.equations) {
     const ir::Type& out = body.type(eq.outputs.at(0));
     std::optional<C> want = by_shape(out.shape);
-    if (!want || eq.outputs.size() != 1)
-      invalid(fmt::format("{} makes {}, which is neither the domain, a row of it nor a scalar", name_of(eq.prim),
-                          ir::to_string(out)));
+    if (!want) invalid(fmt::format("{} makes {}, which is neither the domain, a row of it nor a scalar", name_of(eq.prim),
+                                   ir::to_string(out)));
+    // threefry2x32 makes its two words in one step; everything else makes one value.
+    const size_t num_out = eq.prim == Primitive::threefry2x32 ? 2 : 1;
+    if (eq.outputs.size() != num_out) invalid(fmt::format("a fused {} makes {} values", name_of(eq.prim), num_out));
+    for (ir::ValueId v : eq.outputs)
+      if (body.type(v).shape != out.shape) invalid("the results of a fused equation differ in shape");
+    if (out.dtype == DType::i32 && !i32_result_ok(eq.prim) && eq.prim != Primitive::constant &&
+        eq.prim != Primitive::iota && eq.prim != Primitive::broadcast_in_dim && eq.prim != Primitive::reshape)
+      invalid(fmt::format("{} on i32 values cannot be part of a fused body", name_of(eq.prim)));
     auto cls = [&](size_t i) { return l.value_class.at(static_cast<size_t>(eq.inputs.at(i))); };
     switch (eq.prim) {
       case Primitive::constant:
         break;
+      case Primitive::iota:  // computed from each element's position in its own shape
+        if (*want == C::row) invalid("a fused iota makes the domain's elements or a scalar");
+        break;
+      case Primitive::reshape:  // the same elements in the same order: a full value or a scalar
+        if (cls(0) != *want || *want == C::row) invalid("a fused reshape keeps the domain's elements or a scalar");
+        break;
       case Primitive::reduce_sum: case Primitive::reduce_max: case Primitive::reduce_min:
+        if (body.type(eq.inputs[0]).dtype != DType::f32) invalid("a fused reduction reduces f32 values");
         if (cls(0) != C::full || (*want != C::row && !(*want == C::scalar && l.rows == 1)))
           invalid("a fused reduction takes a full value to a row");
         break;
@@ -115,12 +161,13 @@ FusedLayout fused_layout(const ir::Program& body) {
         const auto& dims = std::get<ir::BroadcastInDimParams>(eq.params).broadcast_dimensions;
         const C from = cls(0);
         bool ok = false;
-        if (from == C::scalar || from == C::source) ok = *want == C::full || (from == C::scalar && *want == C::row);
+        if (from == C::scalar) ok = *want == C::full || *want == C::row;
+        else if (from == C::source) ok = *want == C::full && out.shape == l.domain;  // gathered by the domain's index
         else if (from == C::row && *want == C::full) {
-          ok = static_cast<int64_t>(dims.size()) == rank - l.reduced_axes;
+          ok = out.shape == l.domain && static_cast<int64_t>(dims.size()) == rank - l.reduced_axes;
           for (size_t i = 0; i < dims.size() && ok; ++i) ok = dims[i] == static_cast<int64_t>(i);
         } else if (from == *want) {  // same shape: the identity only
-          ok = true;
+          ok = body.type(eq.inputs[0]).shape == out.shape;
           for (size_t i = 0; i < dims.size() && ok; ++i) ok = dims[i] == static_cast<int64_t>(i);
         }
         if (!ok) invalid(fmt::format("a fused broadcast_in_dim cannot take {} to {}", ir::to_string(body.type(eq.inputs[0])),
@@ -136,11 +183,20 @@ FusedLayout fused_layout(const ir::Program& body) {
         }
         if (out.dtype == DType::boolean && !bool_result_ok(eq.prim))
           invalid(fmt::format("{} on bool values cannot be part of a fused body", name_of(eq.prim)));
-        if (eq.prim == Primitive::convert_element_type &&
-            body.type(eq.inputs[0]).dtype != DType::f32 && body.type(eq.inputs[0]).dtype != DType::boolean)
-          invalid("a fused convert_element_type converts between f32 and bool");
+        if (eq.prim == Primitive::bitcast_convert_type && !(word_dtype(out.dtype) && word_dtype(body.type(eq.inputs[0]).dtype)))
+          invalid("a fused bitcast_convert_type reinterprets between f32 and i32");
+        // Integer operands only where the arithmetic is integer too (comparisons, converts and
+        // bitcasts read them into other dtypes).
+        const bool any_i32 = std::any_of(eq.inputs.begin(), eq.inputs.end(),
+                                         [&](ir::ValueId v) { return body.type(v).dtype == DType::i32; });
+        if (out.dtype != DType::i32 && any_i32) {
+          const bool reads_i32 = eq.prim == Primitive::convert_element_type || eq.prim == Primitive::bitcast_convert_type ||
+                                 eq.prim == Primitive::eq || eq.prim == Primitive::ne || eq.prim == Primitive::lt ||
+                                 eq.prim == Primitive::le || eq.prim == Primitive::gt || eq.prim == Primitive::ge;
+          if (!reads_i32) invalid(fmt::format("{} of i32 values cannot be part of a fused body", name_of(eq.prim)));
+        }
     }
-    l.value_class[static_cast<size_t>(eq.outputs[0])] = *want;
+    for (ir::ValueId v : eq.outputs) l.value_class[static_cast<size_t>(v)] = *want;
   }
   std::vector<char> is_input(nv, 0);
   for (ir::ValueId v : body.inputs) is_input[static_cast<size_t>(v)] = 1;

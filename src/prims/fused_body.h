@@ -2,20 +2,28 @@
 // it (compiler/fuse.h makes such bodies; the CPU's fused kernel runs them; the verifier checks them
 // through fused's shape rule).
 //
-// A body is a program of f32 and bool values on the device, made of elementwise primitives
-// (unary, binary, comparisons, select, clamp, convert_element_type between f32 and bool, and the
-// identities stop_gradient and checkpoint_name), broadcast_in_dim, constant, and reduce_sum/max/min
-// over trailing axes. It has a *domain* D, the shape of its largest value; every reduction reduces
-// the same k trailing axes of D (k = 0 when there is none). Each value is then one of:
-//   full   -- shape D: one element per point of the domain;
+// A body is a program of f32, i32 and bool values on the device, made of elementwise primitives
+// (unary, binary, comparisons, select, clamp, convert_element_type among f32, i32 and bool,
+// bitcast_convert_type between f32 and i32, threefry2x32 with its two words, the i32 shifts and
+// bitwise operations, and the identities stop_gradient and checkpoint_name), broadcast_in_dim,
+// constant, iota, reshape, and reduce_sum/max/min of f32 over trailing axes. i32 values take exact
+// integer arithmetic only (no division, power, clamp or reduction). It has a *domain* D: the largest
+// element count, in the shape of the values whose layout matters (a reduction's operand, a
+// broadcast's result from a row or a source), else of the first value of that count; every
+// reduction reduces the same k trailing axes of D (k = 0 when there is none). Each value is then
+// one of:
+//   full   -- D's elements: shape D, or another shape of as many elements (the same elements in the
+//             same row-major order, as a reshape or a flat iota makes them);
 //   row    -- shape D without its k trailing axes (k > 0): one element per row, a reduction's result;
 //   scalar -- one element, the same for every point (scalar constants and operands, and the rows
 //             of a domain that has only one);
 //   source -- a body input of another shape, read only through broadcast_in_dim (a bias, say).
 // Elementwise operations take full or scalar operands to a full result, or row or scalar operands
-// to a row result; broadcast_in_dim makes a full value of a row (along the trailing axes), a
-// scalar, a source or a full value (same shape), or a row value of a scalar. So a kernel can run
-// the body one block of whole rows at a time, in order, keeping only that block of each value.
+// to a row result; broadcast_in_dim makes a full value of shape D of a row (along the trailing
+// axes) or a source, a full value of a scalar or of a full value (same shape), or a row value of a
+// scalar; iota makes a full value (counted from each element's position in its own shape) or a
+// scalar; reshape keeps a full value full and a scalar scalar. So a kernel can run the body one
+// block of whole rows at a time, in order, keeping only that block of each value.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +58,7 @@ FusedLayout fused_layout(const ir::Program& body);
 // The inputs whose buffer a result of the same byte size may take over (buffer assignment's
 // in-place candidates): all but the sources (read anywhere). A block of rows reads full and row
 // inputs only at its own rows, and every equal-sized pairing of a full or row input with a result
-// (f32 or bool) covers the same bytes per block, which the kernel writes after all of the block's
+// (f32, i32 or bool) covers the same bytes per block, which the kernel writes after all of the block's
 // reads. Scalar inputs are read by every block, and scalar results written by the first block,
 // which the kernel runs after all the others.
 std::vector<size_t> fused_in_place_inputs(const ir::Program& body);

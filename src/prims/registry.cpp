@@ -62,7 +62,8 @@ std::vector<ir::Type> infer_types(Primitive p, const ir::Params& params, std::sp
   };
   if (e.num_inputs >= 0 && static_cast<int>(inputs.size()) != e.num_inputs)
     fail(fmt::format("takes {} operand(s), got {}", e.num_inputs, inputs.size()));
-  if (e.num_inputs < 0 && inputs.empty()) fail("takes at least one operand, got none");
+  // A fused group may compute everything it returns from its own iotas and constants (a mask).
+  if (e.num_inputs < 0 && inputs.empty() && p != Primitive::fused) fail("takes at least one operand, got none");
   if (params.index() != e.params.index()) fail("parameters of the wrong kind for this primitive");
   for (const ir::Type& t : inputs)
     for (int64_t d : t.shape)

@@ -1,5 +1,6 @@
 // The kernel of `fused` (prims/fused_body.h): runs the body one block of whole rows at a time,
-// keeping only that block of each value, in f32 (bool values as 0 and 1). A block holds about
+// keeping only that block of each value in 4-byte slots: f32 values, i32 values as their bit
+// patterns, bool values as the f32 numbers 0 and 1. A block holds about
 // kBlock elements (one row when a row is longer), so a block's values stay in L1/L2 and a softmax,
 // logsumexp or layer norm reads each row from memory once. Blocks are fixed by the shapes alone and
 // each row is reduced inside one block in a fixed order, so the result does not depend on the
@@ -23,6 +24,7 @@
 
 #include "prims/fused_body.h"
 #include "runtime/cpu/check.h"
+#include "runtime/cpu/convert.h"
 #include "runtime/cpu/fused_math.h"
 #include "runtime/cpu/kernel_groups.h"
 #include "runtime/cpu/parallel.h"
@@ -45,13 +47,18 @@ struct Place {
 };
 
 struct Step {
-  enum class Op : uint8_t { elementwise, load, constant, expand_rows, gather, reduce, reduce_scalar, copy };
+  enum class Op : uint8_t {
+    elementwise, load, constant, expand_rows, gather, reduce, reduce_scalar, copy, iota, threefry, convert
+  };
   Op op = Op::elementwise;
   Primitive prim = Primitive::add;
   ir::ValueId out = -1;
-  std::array<ir::ValueId, 3> in{-1, -1, -1};
+  ir::ValueId out2 = -1;  // threefry: the second word
+  std::array<ir::ValueId, 4> in{-1, -1, -1, -1};
   int num_in = 0;
-  float value = 0;      // constant
+  uint32_t bits = 0;    // constant: the slot's 4 bytes
+  DType in_dtype = DType::f32, out_dtype = DType::f32;  // convert; in_dtype also picks the integer arithmetic
+  int64_t iota_inner = 1, iota_n = 1;  // iota: the value at linear index L is (L / inner) % n
   bool out_bool = false;  // the result is bool (logical arithmetic, as XLA's PRED)
   int operand = -1;     // load, gather: the operand read
   int gather = -1;      // gather: index into Recipe::gathers
@@ -79,11 +86,22 @@ int64_t floats_bytes(int64_t n) { return (n * 4 + 63) / 64 * 64; }
 
 bool aliasing(const ir::Program& body, const ir::Equation& eq) {
   switch (eq.prim) {
-    case Primitive::stop_gradient: case Primitive::checkpoint_name: return true;
-    case Primitive::convert_element_type:  // bool -> f32 and same-dtype conversions keep the 0/1 floats
-      return body.type(eq.outputs[0]).dtype == DType::f32 || body.type(eq.inputs[0]).dtype == DType::boolean;
+    // A reshape keeps the elements' order, a bitcast between f32 and i32 their bits.
+    case Primitive::stop_gradient: case Primitive::checkpoint_name: case Primitive::reshape:
+    case Primitive::bitcast_convert_type:
+      return true;
+    case Primitive::convert_element_type: {  // bool -> f32 and same-dtype conversions keep the slot's bits
+      const DType from = body.type(eq.inputs[0]).dtype, to = body.type(eq.outputs[0]).dtype;
+      return from == to || (from == DType::boolean && to == DType::f32);
+    }
     default: return false;
   }
+}
+
+uint32_t bits_of(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
 }
 
 std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
@@ -105,7 +123,7 @@ std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
     const FusedClass c = l.value_class[static_cast<size_t>(v)];
     if (c == FusedClass::source) continue;
     W(v) = c == FusedClass::full ? Width::full : c == FusedClass::row ? Width::row : Width::scalar;
-    if (body.type(v).dtype == DType::f32 && c != FusedClass::scalar) {
+    if (body.type(v).dtype != DType::boolean && c != FusedClass::scalar) {
       r->place[static_cast<size_t>(v)] = Place{Place::Kind::operand, static_cast<int>(i)};
     } else {
       Step s{.op = Step::Op::load, .out = v, .operand = static_cast<int>(i)};
@@ -117,13 +135,37 @@ std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
     Step s{.prim = eq.prim, .out = out, .num_in = static_cast<int>(eq.inputs.size())};
     for (size_t i = 0; i < eq.inputs.size(); ++i) s.in[i] = eq.inputs[i];
     s.out_bool = body.type(out).dtype == DType::boolean;
+    s.out_dtype = body.type(out).dtype;
+    if (!eq.inputs.empty()) s.in_dtype = body.type(eq.inputs[0]).dtype;
+    if (eq.prim == Primitive::select) s.in_dtype = body.type(eq.inputs[1]).dtype;
     const FusedClass oc = l.value_class[static_cast<size_t>(out)];
     switch (eq.prim) {
       case Primitive::constant: {
         const double v = std::get<ir::ConstantParams>(eq.params).value;
         s.op = Step::Op::constant;
-        s.value = s.out_bool ? (v != 0 ? 1.0f : 0.0f) : static_cast<float>(v);
+        if (s.out_dtype == DType::i32) {  // as constant_kernel converts it (convert.h)
+          s.bits = static_cast<uint32_t>(float_to_i32(v));
+        } else {
+          s.bits = bits_of(s.out_bool ? (v != 0 ? 1.0f : 0.0f) : static_cast<float>(v));
+        }
         W(out) = Width::scalar;
+        break;
+      }
+      case Primitive::iota: {
+        const auto& p = std::get<ir::IotaParams>(eq.params);
+        const Shape& shape = body.type(out).shape;
+        s.op = Step::Op::iota;
+        s.iota_n = shape.at(static_cast<size_t>(p.dimension));
+        for (size_t d = static_cast<size_t>(p.dimension) + 1; d < shape.size(); ++d) s.iota_inner *= shape[d];
+        W(out) = oc == FusedClass::scalar ? Width::scalar : Width::full;
+        break;
+      }
+      case Primitive::threefry2x32: {
+        s.op = Step::Op::threefry;
+        s.out2 = eq.outputs[1];
+        Width w = Width::scalar;
+        for (int i = 0; i < s.num_in; ++i) w = std::max(w, W(s.in[static_cast<size_t>(i)]));
+        W(out) = W(s.out2) = w;
         break;
       }
       case Primitive::reduce_sum: case Primitive::reduce_max: case Primitive::reduce_min:
@@ -167,6 +209,7 @@ std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
           root[static_cast<size_t>(out)] = root[static_cast<size_t>(s.in[0])];
           continue;
         }
+        if (eq.prim == Primitive::convert_element_type) s.op = Step::Op::convert;
       }
     }
     r->steps.push_back(s);
@@ -217,19 +260,20 @@ std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
         ++h;
       }
     }
-    const ir::ValueId out = r->steps[static_cast<size_t>(i)].out;
-    if (root[static_cast<size_t>(out)] != out) continue;
-    auto& fl = free_slots[static_cast<size_t>(W(out))];
-    int slot;
-    if (!fl.empty()) {
-      slot = fl.back();
-      fl.pop_back();
-    } else {
-      slot = count[static_cast<size_t>(W(out))]++;
+    for (const ir::ValueId out : {r->steps[static_cast<size_t>(i)].out, r->steps[static_cast<size_t>(i)].out2}) {
+      if (out < 0 || root[static_cast<size_t>(out)] != out) continue;
+      auto& fl = free_slots[static_cast<size_t>(W(out))];
+      int slot;
+      if (!fl.empty()) {
+        slot = fl.back();
+        fl.pop_back();
+      } else {
+        slot = count[static_cast<size_t>(W(out))]++;
+      }
+      slot_of[static_cast<size_t>(out)] = slot;
+      // A value nothing reads (dead code the pass left) still gets a slot, freed once the step has run.
+      holding.emplace_back(std::max(last[static_cast<size_t>(out)], i), out);
     }
-    slot_of[static_cast<size_t>(out)] = slot;
-    // A value nothing reads (dead code the pass left) still gets a slot, freed at once.
-    holding.emplace_back(std::max(last[static_cast<size_t>(out)], i), out);
   }
   r->full_slots = count[static_cast<size_t>(Width::full)];
   r->row_slots = count[static_cast<size_t>(Width::row)];
@@ -310,16 +354,50 @@ void run_block(const ir::Equation& eq, const Recipe& r, std::span<const ConstVie
     auto in = [&](int k) { return b.at[static_cast<size_t>(s.in[static_cast<size_t>(k)])]; };
     auto is_scalar = [&](int k) { return r.width[static_cast<size_t>(s.in[static_cast<size_t>(k)])] == Width::scalar; };
     switch (s.op) {
-      case Step::Op::constant: y[0] = s.value; break;
+      case Step::Op::constant: std::memcpy(y, &s.bits, 4); break;
       case Step::Op::load: {
         const ConstView& x = inputs[static_cast<size_t>(s.operand)];
         const int64_t first = w == Width::full ? b.row0 * l.cols : w == Width::row ? b.row0 : 0;
         if (x.type->dtype == DType::boolean)
           for (int64_t i = 0; i < n; ++i) y[i] = truth(x.as<uint8_t>()[first + i] != 0);
-        else
-          std::copy_n(x.as<float>() + first, n, y);
+        else  // f32 or i32: the 4 bytes as they are
+          std::memcpy(y, x.as<char>() + first * 4, static_cast<size_t>(n) * 4);
         break;
       }
+      case Step::Op::iota: {
+        // The value at the block's linear index L is (L / inner) % n: runs of `inner` equal values
+        // (inner > 1), or counts up to n and around again (inner == 1, a loop that vectorizes).
+        const bool as_i32 = s.out_dtype == DType::i32;
+        auto* wy = reinterpret_cast<uint32_t*>(y);
+        if (w == Width::scalar) {
+          if (as_i32) wy[0] = 0;
+          else y[0] = 0.0f;
+          break;
+        }
+        const int64_t first = b.row0 * l.cols;
+        int64_t q = (first / s.iota_inner) % s.iota_n, r0 = first % s.iota_inner;
+        for (int64_t i = 0; i < n;) {
+          const int64_t run = s.iota_inner == 1 ? std::min(n - i, s.iota_n - q) : std::min(n - i, s.iota_inner - r0);
+          const auto q32 = static_cast<int32_t>(q);
+          if (s.iota_inner == 1) {
+            if (as_i32) for (int64_t j = 0; j < run; ++j) wy[i + j] = static_cast<uint32_t>(q32) + static_cast<uint32_t>(j);
+            else for (int64_t j = 0; j < run; ++j) y[i + j] = static_cast<float>(q32 + static_cast<int32_t>(j));
+            q = 0;
+          } else {
+            if (as_i32) std::fill_n(wy + i, run, static_cast<uint32_t>(q32));
+            else std::fill_n(y + i, run, static_cast<float>(q32));
+            r0 = 0;
+            if (++q == s.iota_n) q = 0;
+          }
+          i += run;
+        }
+        break;
+      }
+      case Step::Op::threefry:
+        math.threefry(in(0), is_scalar(0), in(1), is_scalar(1), in(2), is_scalar(2), in(3), is_scalar(3), y,
+                      const_cast<float*>(b.at[static_cast<size_t>(s.out2)]), n);
+        break;
+      case Step::Op::convert: math.convert(eq, s.in_dtype, s.out_dtype, in(0), y, n); break;
       case Step::Op::copy: std::copy_n(in(0), n, y); break;
       case Step::Op::expand_rows: {
         const float* x = in(0);
@@ -342,14 +420,15 @@ void run_block(const ir::Equation& eq, const Recipe& r, std::span<const ConstVie
         const int64_t inner = rank > 0 ? d[static_cast<size_t>(rank - 1)] : 1;
         const int64_t step = rank > 0 ? g.stride[static_cast<size_t>(rank - 1)] : 0;
         const bool as_bool = x.type->dtype == DType::boolean;
+        auto* wy = reinterpret_cast<uint32_t*>(y);  // f32 and i32 alike: the 4 bytes as they are
         for (int64_t i = 0; i < n;) {
           const int64_t run = std::min(n - i, inner - (rank > 0 ? idx[static_cast<size_t>(rank - 1)] : 0));
           if (as_bool)
             for (int64_t j = 0; j < run; ++j) y[i + j] = truth(x.as<uint8_t>()[off + j * step] != 0);
           else if (step == 1)
-            std::copy_n(x.as<float>() + off, run, y + i);
+            std::memcpy(y + i, x.as<uint32_t>() + off, static_cast<size_t>(run) * 4);
           else
-            for (int64_t j = 0; j < run; ++j) y[i + j] = x.as<float>()[off + j * step];
+            for (int64_t j = 0; j < run; ++j) wy[i + j] = x.as<uint32_t>()[off + j * step];
           i += run;
           // Advance the multi-index past the run (the odometer carries into the outer dimensions).
           if (rank == 0) break;
@@ -379,7 +458,10 @@ void run_block(const ir::Equation& eq, const Recipe& r, std::span<const ConstVie
           default:
             if (s.num_in == 1) {
               if (is_scalar(0) && n > 1) kernel_bug(eq, "a unary operation widens its operand");
-              math.unary(eq, s.prim, in(0), y, n);
+              if (s.in_dtype == DType::i32) math.int_unary(eq, s.prim, in(0), y, n);
+              else math.unary(eq, s.prim, in(0), y, n);
+            } else if (s.in_dtype == DType::i32) {
+              math.int_binary(eq, s.prim, in(0), is_scalar(0), in(1), is_scalar(1), y, n);
             } else {
               math.binary(eq, s.prim, s.out_bool && body.type(s.in[0]).dtype == DType::boolean, in(0), is_scalar(0), in(1),
                      is_scalar(1), y, n);
@@ -407,10 +489,12 @@ void store_block(const ir::Equation& eq, const Recipe& r, std::span<const MutVie
     if (outputs[o].type->dtype == DType::boolean) {
       uint8_t* y = outputs[o].as<uint8_t>() + first;
       for (int64_t i = 0; i < n; ++i) y[i] = x[splat ? 0 : i] != 0.0f;
-    } else if (splat) {
-      std::fill_n(outputs[o].as<float>() + first, n, x[0]);
+    } else if (splat) {  // f32 or i32: the 4 bytes as they are
+      uint32_t u;
+      std::memcpy(&u, x, 4);
+      std::fill_n(outputs[o].as<uint32_t>() + first, n, u);
     } else {
-      std::copy_n(x, n, outputs[o].as<float>() + first);
+      std::memcpy(outputs[o].as<uint32_t>() + first, x, static_cast<size_t>(n) * 4);
     }
   }
 }

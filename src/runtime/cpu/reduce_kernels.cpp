@@ -192,6 +192,14 @@ void accumulate(const DimVec<Dim>& outer, const Dim& inner, const T* x, A* a, in
                             Op::apply(Op::apply(part[4], part[5]), Op::apply(part[6], part[7])));
       a[o] = Op::apply(a[o], r);
     });
+  } else if (inner.dst == 1 && inner.src == 1) {
+    // A contiguous row into contiguous results (a bias gradient's rows): unit strides the compiler
+    // can see, so the loop vectorizes; each result still adds its rows in order.
+    odometer(outer, begin, end, [&](int64_t o, int64_t i) {
+      A* __restrict out = a + o;
+      const T* __restrict row = x + i;
+      for (int64_t j = 0; j < inner.size; ++j) out[j] = Op::apply(out[j], to_acc(row + j));
+    });
   } else {
     odometer(outer, begin, end, [&](int64_t o, int64_t i) {
       A* out = a + o;
