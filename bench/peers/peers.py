@@ -38,12 +38,16 @@ def adam(p, g, m, v, t, lr=3e-3, b1=0.9, b2=0.999, eps=1e-8):
     return p, m, v, t
 
 
-def median_time(f, repeats):
-    f()  # warm up
+def median_time(f, repeats, setup=None):
+    """Median seconds of f(), or of f(setup()) with setup() run untimed before each call (fresh
+    arguments for a step that consumes its donated ones)."""
+    call = (lambda: f(setup())) if setup else f
+    call()  # warm up
     times = []
     for _ in range(repeats):
+        x = setup() if setup else None
         start = time.perf_counter()
-        f()
+        f(x) if setup else f()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -64,13 +68,22 @@ def run_jax(model, cfg, policy_name, repeats):
         def step(p, m, v, t, tokens, targets):
             loss, g = jax.value_and_grad(lambda q: jax_gpt_loss(q, tokens, targets, cfg, policy_name))(p)
             return (loss,) + adam(p, g, m, v, t)
-        f = jax.jit(step)
+        # ferry's step (compile_gpt_train_step) donates params, m, v and the step count and writes
+        # their updates into the same buffers; the same donation here, so that both compile the
+        # same contract. Undonated, XLA places temporaries in the output buffers until Adam writes
+        # them (73 MiB of room that ferry's donated step does not have): its temporaries would
+        # measure a different program.
+        f = jax.jit(step, donate_argnums=(0, 1, 2, 3))
         args = (p, zeros, zeros, jnp.float32(0), tokens, tokens)
     compiled = f.lower(*args).compile()
     mem = compiled.memory_analysis()
     temp = getattr(mem, "temp_size_in_bytes", None) if mem is not None else None
     host_temp = getattr(mem, "host_temp_size_in_bytes", None) if mem is not None else None
-    seconds = median_time(lambda: jax.block_until_ready(compiled(*args)), repeats)
+    if model == "scan_mlp":
+        seconds = median_time(lambda: jax.block_until_ready(compiled(*args)), repeats)
+    else:  # each call consumes its donated arguments: fresh copies, made untimed
+        fresh = lambda: jax.block_until_ready(jax.tree_util.tree_map(jnp.copy, args))
+        seconds = median_time(lambda a: jax.block_until_ready(compiled(*a)), repeats, setup=fresh)
     return {"temp_bytes": temp, "host_temp_bytes": host_temp, "step_seconds": seconds}
 
 
@@ -249,7 +262,8 @@ def main():
     text = "\n".join([
         "", "## Beside JAX and PyTorch (CPU), from one run of `bench/peers/run.sh`", "",
         f"Versions: {versions}. Machine: {ferry['machine']}.", "",
-        "Temp bytes: ferry's and JAX's `memory_analysis().temp_size_in_bytes` of the compiled step. PyTorch on "
+        "Temp bytes: ferry's and JAX's `memory_analysis().temp_size_in_bytes` of the compiled step (gpt's step "
+        "donates params, m, v and the step count in both, as `compile_gpt_train_step` does). PyTorch on "
         "the CPU has no device allocator to ask, so its column is the bytes saved for the backward pass "
         "(`saved_tensors_hooks`); `names ...` policies have no PyTorch counterpart (n/a). PyTorch's offload rows "
         "use `save_on_cpu`, which on a CPU-only machine copies to the same memory.", "",

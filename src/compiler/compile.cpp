@@ -67,6 +67,7 @@ CompiledProgram compile(const std::shared_ptr<const ir::Program>& lowered, const
   PlanOptions plan_options;
   plan_options.workspace = runtime::workspace_sizes(options.backend);
   plan_options.donated = donated;
+  plan_options.temporaries_in_outputs = true;
   CompiledProgram out;
   out.options = options;
   out.program = run_pipeline(*transforms::lower_calls(lowered), options, {}, plan_options);

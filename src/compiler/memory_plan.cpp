@@ -460,11 +460,148 @@ class Planner {
     MemoryPlan& plan = *plan_;
     for (int k = 0; k < kNumMemoryKinds; ++k)
       plan.arena_size[static_cast<size_t>(k)] = pack(plan.buffers, static_cast<MemoryKind>(k));
+    if (!outputs_external_ && options_.temporaries_in_outputs) place_temporaries_in_outputs();
     for (size_t b = 0; b < plan.buffers.size(); ++b) {
       const Buffer& buf = plan.buffers[b];
       if (buf.output_of >= 0) continue;  // in an output's allocation, not the arena
       plan.acquire_before[static_cast<size_t>(buf.start)].push_back(static_cast<int>(b));
       if (buf.end < n_) plan.release_after[static_cast<size_t>(buf.end)].push_back(static_cast<int>(b));
+    }
+  }
+
+  // Temporaries into the outputs' allocations while those hold nothing. An output's allocation is
+  // the call's from its start (compile allocates each output before the first equation runs, or it
+  // is a donated argument's buffer), so from the start, or from the donated argument's last read,
+  // until the first equation that writes the output (its own, a copy_start into it, or the start of
+  // an in-place chain it took over) its bytes are free. Buffers that live entirely within such a
+  // window are placed there, each in the smallest allocation with a gap that fits it among the
+  // buffers already placed there at the same time; so is a buffer that dies where the output is
+  // written over it in place, at the allocation's start. Body regions stay in the arena (a body
+  // addresses its buffers from its region's offset in the arena). The arenas are then packed again
+  // without them; a kind whose arena that does not shrink keeps its first packing.
+  void place_temporaries_in_outputs() {
+    MemoryPlan& plan = *plan_;
+    const ir::Program& p = p_;
+    struct Room {
+      int output = -1, lo = 0, hi = -1;
+      MemoryKind kind = MemoryKind::device;
+      int64_t size = 0;
+      std::vector<size_t> placed;
+      std::vector<int> in_place;  // buffers the writing equation may write the output over
+    };
+    std::vector<Room> rooms;
+    std::vector<int> first_write(p.outputs.size(), n_);
+    for (int e = 0; e < n_; ++e)
+      for (ir::ValueId v : p.equations[static_cast<size_t>(e)].outputs) {
+        const Slot& s = plan.slots[static_cast<size_t>(v)];
+        if (s.where != Slot::Where::external_output || s.index < 0 || static_cast<size_t>(s.index) >= first_write.size())
+          continue;
+        int& first = first_write[static_cast<size_t>(s.index)];
+        first = std::min(first, e);
+      }
+    for (size_t i = 0; i < p.outputs.size(); ++i) {
+      const Slot& s = plan.slots[static_cast<size_t>(p.outputs[i])];
+      if (s.where != Slot::Where::external_output || s.index != static_cast<int>(i)) continue;
+      Room r;
+      r.output = static_cast<int>(i);
+      r.kind = p.type(p.outputs[i]).kind;
+      r.size = p.type(p.outputs[i]).size_bytes();
+      if (int alias = plan.output_alias[i]; alias >= 0)
+        r.lo = last_[static_cast<size_t>(p.inputs[static_cast<size_t>(alias)])] + 1;
+      r.hi = first_write[i] - 1;
+      // The equation that writes the output may write it over an input of its type that dies
+      // there (in_place_candidates): that input's buffer may end at the write, at the allocation's
+      // start, where the output's elements will be. One per equation: a kernel writes each of its
+      // outputs over at most the one input the planner gives it.
+      if (first_write[i] < n_) {
+        const ir::Equation& eq = p.equations[static_cast<size_t>(first_write[i])];
+        if (eq.prim != Primitive::copy_start &&
+            std::find(eq.outputs.begin(), eq.outputs.end(), p.outputs[i]) != eq.outputs.end())
+          for (size_t c : in_place_candidates(eq)) {
+            ir::ValueId u = eq.inputs[c];
+            const Slot& su = plan.slots[static_cast<size_t>(u)];
+            if (su.where != Slot::Where::arena || su.buffer < 0 || last_[static_cast<size_t>(u)] != first_write[i] ||
+                p.type(u).kind != r.kind || p.type(u).size_bytes() != r.size)
+              continue;
+            const Buffer& b = plan.buffers[static_cast<size_t>(su.buffer)];
+            if (b.end == first_write[i] && b.values.back() == u) r.in_place.push_back(su.buffer);
+          }
+      }
+      if ((r.lo <= r.hi || !r.in_place.empty()) && r.size > 0) rooms.push_back(std::move(r));
+    }
+    if (rooms.empty()) return;
+    std::stable_sort(rooms.begin(), rooms.end(), [](const Room& a, const Room& b) { return a.size < b.size; });
+    std::vector<size_t> movable;
+    for (size_t j = 0; j < plan.buffers.size(); ++j) {
+      const Buffer& b = plan.buffers[j];
+      if (b.output_of < 0 && b.body_of < 0 && b.size > 0) movable.push_back(j);
+    }
+    // Greedy placement in `order`, on a copy of the buffers.
+    auto place = [&](const std::vector<size_t>& order) {
+      std::vector<Buffer> buffers = plan.buffers;
+      for (Room& r : rooms) r.placed.clear();
+      std::vector<char> writer_used(static_cast<size_t>(n_) + 1, 0);  // an equation whose output took an input
+      for (size_t j : order) {
+        Buffer& b = buffers[j];
+        for (Room& r : rooms) {
+          if (r.kind != b.kind || r.size < b.size || b.start < r.lo) continue;
+          const int writer = r.hi + 1;
+          const bool in_place = b.end == writer &&
+                                std::count(r.in_place.begin(), r.in_place.end(), static_cast<int>(j)) > 0 &&
+                                !writer_used[static_cast<size_t>(writer)];
+          if (b.end > r.hi && !in_place) continue;
+          std::vector<std::pair<int64_t, int64_t>> busy;
+          for (size_t q : r.placed) {
+            const Buffer& o = buffers[q];
+            if (o.start <= b.end && b.start <= o.end) busy.emplace_back(o.offset, o.offset + o.size);
+          }
+          std::sort(busy.begin(), busy.end());
+          busy.emplace_back(r.size, r.size);  // the allocation's end
+          int64_t best = -1, best_gap = std::numeric_limits<int64_t>::max(), frontier = 0;
+          for (auto [lo, hi] : busy) {
+            if (lo - frontier >= b.size && lo - frontier < best_gap && (!in_place || frontier == 0)) {
+              best = frontier;
+              best_gap = lo - frontier;
+            }
+            frontier = std::max(frontier, hi);
+          }
+          if (best < 0) continue;
+          b.offset = best;
+          b.output_of = r.output;
+          r.placed.push_back(j);
+          if (in_place) writer_used[static_cast<size_t>(writer)] = 1;
+          break;
+        }
+      }
+      return buffers;
+    };
+    // Two orders, as pack tries two: largest first, and the buffers an output may be written over
+    // first (they fit only their writer's allocations, at the start). Per kind, the smaller arena
+    // wins; neither, when the arena does not shrink.
+    std::vector<size_t> by_size = movable;
+    std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) {
+      const Buffer &x = plan.buffers[a], &y = plan.buffers[b];
+      return x.size != y.size ? x.size > y.size : x.start < y.start;
+    });
+    std::vector<size_t> writable_first = by_size;
+    std::vector<char> writable(plan.buffers.size(), 0);
+    for (const Room& r : rooms)
+      for (int j : r.in_place) writable[static_cast<size_t>(j)] = 1;
+    std::stable_sort(writable_first.begin(), writable_first.end(),
+                     [&](size_t a, size_t b) { return writable[a] > writable[b]; });
+    std::vector<std::vector<Buffer>> options{place(by_size), place(writable_first)};
+    for (int k = 0; k < kNumMemoryKinds; ++k) {
+      const auto kind = static_cast<MemoryKind>(k);
+      int64_t& arena = plan.arena_size[static_cast<size_t>(k)];
+      int chosen = -1;
+      for (size_t o = 0; o < options.size(); ++o)
+        if (int64_t size = pack(options[o], kind); size < arena) {
+          arena = size;
+          chosen = static_cast<int>(o);
+        }
+      if (chosen >= 0)
+        for (size_t j = 0; j < plan.buffers.size(); ++j)
+          if (plan.buffers[j].kind == kind) plan.buffers[j] = options[static_cast<size_t>(chosen)][j];
     }
   }
 

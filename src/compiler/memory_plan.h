@@ -13,7 +13,11 @@
 // at the best-fitting gap among the buffers live at the same time, so freed space is reused.
 //
 // At the top level an output written in place over a dying temporary takes that temporary's buffer
-// (its whole in-place chain) into its own allocation. An output may be written straight into the
+// (its whole in-place chain) into its own allocation. With PlanOptions::temporaries_in_outputs,
+// temporaries that live entirely while an output's allocation holds nothing (before the output is
+// first written; for a donated argument's buffer, after its last read too) are placed in that
+// allocation, as XLA's buffer assignment places them in its live-out allocations: they cost the
+// arena nothing. An output may be written straight into the
 // buffer of a donated argument (aliasing) when the two have the same type and every read of the
 // argument comes before the output's first write (or is the elementwise equation that writes it in
 // place).
@@ -55,7 +59,7 @@ struct Buffer {
   int scratch_of = -1;              // >= 0: a carry scratch buffer of that scan equation
   int stream_of = -1;               // >= 0: a double buffer of a streamed slice of that scan
   int workspace_of = -1;            // >= 0: the kernel workspace of that equation
-  int output_of = -1;               // >= 0: not in the arena but in that output's allocation
+  int output_of = -1;               // >= 0: not in the arena but in that output's allocation, at offset
 };
 
 // Scan steps overlap their host copies with compute across steps (double buffering):
@@ -100,6 +104,10 @@ using WorkspaceFn = std::function<int64_t(const ir::Program& program, const ir::
 struct PlanOptions {
   WorkspaceFn workspace;      // empty: no kernel needs scratch
   std::vector<char> donated;  // top level, per input: its buffer may be reused for an output
+  // Top level: temporaries may live in an output's allocation while it holds nothing (before the
+  // output is first written, and after its donated argument's last read). Compiling plans so; the
+  // schedule's memory model (schedule_model.h), which reads plans of any order, plans without.
+  bool temporaries_in_outputs = false;
 };
 
 // Plans a scheduled program. Top level (outputs_external = false): inputs are the caller's

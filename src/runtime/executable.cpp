@@ -122,6 +122,8 @@ void* Executable::address(const Frame& f, ir::ValueId v) const {
 
 char* Executable::buffer_address(const Frame& f, int buffer) const {
   const compiler::Buffer& b = plan_->buffers[static_cast<size_t>(buffer)];
+  // A temporary placed in an output's allocation before the output is written (memory_plan.h).
+  if (b.output_of >= 0) return static_cast<char*>(f.outputs[static_cast<size_t>(b.output_of)]) + b.offset;
   return f.arenas->base(b.kind) + f.origin[compiler::kind_index(b.kind)] + b.offset;
 }
 

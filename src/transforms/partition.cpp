@@ -202,6 +202,15 @@ Partition partition(const PartitionSpec& spec) {
     return v;
   };
 
+  // A broadcast to more bytes than its operand is recomputed where it would be saved: the backward
+  // part keeps the smaller operand and broadcasts it again, which reads nothing else and computes
+  // nothing (fusion folds it into its readers). Saved, a scan stacks the full broadcast per step:
+  // softmax's row sums broadcast to the scores' shape cost a scores-sized residual per layer.
+  auto expands = [&](const ir::Equation& eq) {
+    if (eq.prim != Primitive::broadcast_in_dim || eq.inputs.size() != 1 || eq.outputs.size() != 1) return false;
+    const ir::Type &in = J.type(eq.inputs[0]), &out = J.type(eq.outputs[0]);
+    return in.kind == out.kind && in.size_bytes() < out.size_bytes();
+  };
   // What the backward part reads, then what each forward equation's decision makes of it. A
   // deferred equation runs in the backward part instead of the forward one (see below).
   std::vector<char> needed, recompute;
@@ -223,7 +232,8 @@ Partition partition(const PartitionSpec& spec) {
       RematDecision::Kind kind = kind_of(eq);
       // An automatic decision is a recomputation here, marked so that the compiler, which knows the
       // limit, may save or offload the value instead (compiler/auto_plan.h).
-      if (eq_invariant[e] || kind == RematDecision::Kind::recompute || kind == RematDecision::Kind::automatic || defer[e]) {
+      if (eq_invariant[e] || kind == RematDecision::Kind::recompute || kind == RematDecision::Kind::automatic || defer[e] ||
+          (kind == RematDecision::Kind::save && expands(eq))) {
         recompute[e] = 1;
         for (ValueId v : eq.inputs) needed[static_cast<size_t>(read_as(v, e))] = 1;
         continue;

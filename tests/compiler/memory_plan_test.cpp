@@ -78,6 +78,87 @@ TEST(MemoryPlan, AnOutputTakesTheInPlaceChainThatEndsInIt) {
   EXPECT_EQ(kept->slots[1].where, Slot::Where::arena);
 }
 
+TEST(MemoryPlan, TemporariesLiveInAnOutputsAllocationBeforeItIsWritten) {
+  // sin's result (256 B) dies at reduce_sum (position 1); the output mul writes comes only at
+  // position 2, so its allocation (256 B, the call's from the start) holds sin's result until then.
+  auto p = ir::parse(
+      "program @main(%0: f32[64]) {\n"
+      "  %1 = sin %0 : f32[64]\n"
+      "  %2 = reduce_sum[axes=[0]] %1 : f32[]\n"
+      "  %3 = mul %0, %0 : f32[64]\n"
+      "  return %3, %2\n"
+      "}\n");
+  EXPECT_EQ(plan_memory(*p, false)->arena_size[kind_index(MemoryKind::device)], 256);
+  PlanOptions options;
+  options.temporaries_in_outputs = true;
+  auto plan = plan_memory(*p, false, options);
+  EXPECT_EQ(plan->arena_size[kind_index(MemoryKind::device)], 0);
+  const Buffer& sin = plan->buffers[static_cast<size_t>(plan->slots[1].buffer)];
+  EXPECT_EQ(plan->slots[1].where, Slot::Where::arena);
+  EXPECT_EQ(sin.output_of, 0);
+  EXPECT_EQ(sin.offset, 0);
+  EXPECT_TRUE(plan->acquire_before[0].empty());  // not the arena's to hand out
+  // A temporary still live when the output is written stays in the arena: cos's result is read by
+  // the equation that writes the output.
+  auto late = ir::parse(
+      "program @main(%0: f32[64]) {\n"
+      "  %1 = cos %0 : f32[64]\n"
+      "  %2 = mul %0, %1 : f32[64]\n"
+      "  %3 = reduce_sum[axes=[0]] %1 : f32[]\n"
+      "  return %2, %3\n"
+      "}\n");
+  auto kept = plan_memory(*late, false, options);
+  EXPECT_EQ(kept->buffers[static_cast<size_t>(kept->slots[1].buffer)].output_of, -1);
+  EXPECT_EQ(kept->arena_size[kind_index(MemoryKind::device)], 256);
+}
+
+TEST(MemoryPlan, AnOutputIsWrittenInPlaceOverATemporaryInItsAllocation) {
+  // sin's result is read twice, so it is no in-place chain the output takes over (it may die at
+  // either reader in another order); but in this order it dies at cos, which writes the output
+  // in place: it lives at the start of the output's allocation, where cos reads each element
+  // before writing it.
+  auto p = ir::parse(
+      "program @main(%0: f32[16]) {\n"
+      "  %1 = sin %0 : f32[16]\n"
+      "  %2 = reduce_sum[axes=[0]] %1 : f32[]\n"
+      "  %3 = cos %1 : f32[16]\n"
+      "  return %3, %2\n"
+      "}\n");
+  EXPECT_EQ(plan_memory(*p, false)->arena_size[kind_index(MemoryKind::device)], 64);
+  PlanOptions options;
+  options.temporaries_in_outputs = true;
+  auto plan = plan_memory(*p, false, options);
+  const Buffer& sin = plan->buffers[static_cast<size_t>(plan->slots[1].buffer)];
+  EXPECT_EQ(sin.output_of, 0);
+  EXPECT_EQ(sin.offset, 0);
+  EXPECT_EQ(sin.end, 2);  // until cos writes over it
+  EXPECT_EQ(plan->arena_size[kind_index(MemoryKind::device)], 0);
+}
+
+TEST(MemoryPlan, ADonatedArgumentsBufferHoldsTemporariesBetweenItsLastReadAndTheOutput) {
+  // %0 is donated to the output %6 (written at position 4) and last read at position 0. The
+  // broadcast %3 (256 B, live over positions 1-2) fits in that window; %4 and %5 (1024 B, one
+  // buffer written in place) do not fit in 256 B and stay in the arena.
+  auto p = ir::parse(
+      "program @main(%0: f32[64], %1: f32[4,64]) {\n"
+      "  %2 = reduce_sum[axes=[0]] %0 : f32[]\n"
+      "  %3 = broadcast_in_dim[shape=[64], broadcast_dimensions=[]] %2 : f32[64]\n"
+      "  %4 = broadcast_in_dim[shape=[4,64], broadcast_dimensions=[1]] %3 : f32[4,64]\n"
+      "  %5 = mul %4, %1 : f32[4,64]\n"
+      "  %6 = reduce_sum[axes=[0]] %5 : f32[64]\n"
+      "  return %6\n"
+      "}\n");
+  PlanOptions options;
+  options.donated = {1, 0};
+  EXPECT_EQ(plan_memory(*p, false, options)->arena_size[kind_index(MemoryKind::device)], 256 + 1024);
+  options.temporaries_in_outputs = true;
+  auto plan = plan_memory(*p, false, options);
+  EXPECT_EQ(plan->output_alias[0], 0);
+  EXPECT_EQ(plan->buffers[static_cast<size_t>(plan->slots[3].buffer)].output_of, 0);
+  EXPECT_EQ(plan->buffers[static_cast<size_t>(plan->slots[4].buffer)].output_of, -1);
+  EXPECT_EQ(plan->arena_size[kind_index(MemoryKind::device)], 1024);
+}
+
 TEST(MemoryPlan, AlignmentPaddingIsTemporary) {
   // f32[3] temporaries take 64 B each in the arena: the padding is in temp, so the fields add up.
   auto p = ir::parse(

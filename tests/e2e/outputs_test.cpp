@@ -136,7 +136,7 @@ TEST(Donation, BadDonations) {
 }
 
 // The check: a training step that donates its parameters and optimizer state reports them
-// as aliased and needs that much less memory at its peak, with the same results.
+// as aliased and needs less memory at its peak, with the same results.
 TEST(Donation, TrainingStepDonatesParametersAndState) {
   fm::GptConfig cfg{.vocab = 12, .d_model = 32, .heads = 2, .seq = 16, .batch = 4, .layers = 2};
   fy::Compiled plain = fm::compile_gpt_train_step(cfg, std::nullopt, 0, 3e-3, /*donate=*/false);
@@ -148,7 +148,13 @@ TEST(Donation, TrainingStepDonatesParametersAndState) {
   fy::MemoryStats a = plain.memory_analysis(), b = donating.memory_analysis();
   EXPECT_EQ(a.alias_size_in_bytes, 0);
   EXPECT_EQ(b.alias_size_in_bytes, state_bytes);
-  EXPECT_EQ(a.peak_memory_in_bytes - b.peak_memory_in_bytes, state_bytes);
+  // Undonated, the outputs' allocations are free until the update writes them and hold
+  // temporaries of the passes before it (memory_plan.h): donation saves the state's bytes less
+  // those temporaries, and still lowers the peak.
+  EXPECT_GT(b.temp_size_in_bytes, a.temp_size_in_bytes);
+  EXPECT_EQ(a.peak_memory_in_bytes - b.peak_memory_in_bytes,
+            state_bytes - (b.temp_size_in_bytes - a.temp_size_in_bytes));
+  EXPECT_LT(b.peak_memory_in_bytes, a.peak_memory_in_bytes);
 
   auto [tokens, targets] = fm::copy_task_batch(cfg, 5);
   std::vector<fy::Array> args = t.params;

@@ -5,7 +5,10 @@
 
 #include <fmt/format.h>
 
+#include "compiler/memory_plan.h"
 #include "compiler/pipeline.h"
+#include "ir/parser.h"
+#include "runtime/workspace.h"
 #include "ferry/autodiff.h"
 #include "support/gradient_check.h"
 #include "support/memory_check.h"
@@ -139,6 +142,12 @@ std::optional<Failure> check(const RandomProgram& p, CheckStats* stats) {
       ++stats->programs;
       stats->bit_identical += identical;
       stats->offloading += compiled.memory_analysis().host_temp_size_in_bytes > 0;
+      // Whether compiling placed temporaries in the outputs' allocations (memory_plan.h): the
+      // compiled program planned without that has a larger device arena.
+      auto scheduled = ir::parse(compiled.as_text());
+      compiler::PlanOptions without{runtime::workspace_sizes("cpu"), {}, false};
+      stats->temporaries_in_outputs += compiler::plan_memory(*scheduled, false, without)->arena_size[0] >
+                                       compiled.memory_analysis().temp_size_in_bytes;
     }
   } catch (const std::exception& e) {
     return Failure{stage, fmt::format("threw: {}", e.what())};

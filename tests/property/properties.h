@@ -29,6 +29,7 @@ struct CheckStats {
   int programs = 0;
   int bit_identical = 0;  // gradients identical to the last bit with and without checkpoints
   int offloading = 0;     // compiled programs with host temporaries (something was offloaded)
+  int temporaries_in_outputs = 0;  // compiled programs with device temporaries in output allocations
 };
 std::optional<Failure> check_properties(const RandomProgram& p, CheckStats* stats = nullptr);
 

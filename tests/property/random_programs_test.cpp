@@ -76,13 +76,17 @@ TEST(RandomPrograms, EveryPropertyHoldsUnderRandomPolicies) {
   std::string summary;
   for (const auto& [what, n] : counts) summary += "  " + what + ": " + std::to_string(n) + "\n";
   std::printf("%d random programs from seed %u, %d failing; %d passed, %d of them with bit-identical gradients, "
-              "%d offloading to host\n%s",
-              seeds, first, failures, stats.programs, stats.bit_identical, stats.offloading, summary.c_str());
+              "%d offloading to host, %d with temporaries in output allocations\n%s",
+              seeds, first, failures, stats.programs, stats.bit_identical, stats.offloading,
+              stats.temporaries_in_outputs, summary.c_str());
   if (seeds >= kDefaultSeeds) {  // the generator reaches every policy and scans
     for (const char* k : {"policy everything_saveable", "policy nothing_saveable", "policy dots_saveable",
                           "policy offload_dot_with_no_batch_dims", "policy save_and_offload_only_these_names",
                           "policy save_from_both_policies", "policy custom", "scans"})
       EXPECT_GT(counts[k], 0) << k;
+    // Measured equal to planned and gradients equal (above) with temporaries in the outputs'
+    // allocations: programs exercise it.
+    EXPECT_GT(stats.temporaries_in_outputs, 0);
   }
 }
 
@@ -93,6 +97,46 @@ TEST(RandomPrograms, SeedsSoaksFoundFailingPass) {
     std::optional<pr::Failure> f = pr::check_properties(pr::generate_program(seed, size_for(seed)));
     EXPECT_FALSE(f.has_value()) << "seed " << seed << ": " << f->property << ": " << f->message;
   }
+}
+
+// Broadcasts in a block and its bodies: those to more elements than their operand, and the others
+// (a new axis of size 1), which may be saved like any value.
+void count_broadcasts(const pr::Block& b, int& expanding, int& other) {
+  std::vector<fy::Shape> shapes = b.value_shapes();
+  auto elements = [](const fy::Shape& s) {
+    int64_t n = 1;
+    for (int64_t d : s) n *= d;
+    return n;
+  };
+  for (const pr::Op& op : b.ops) {
+    if (op.kind == pr::OpKind::broadcast)
+      ++(elements(op.outs.at(0)) > elements(shapes.at(static_cast<size_t>(op.args.at(0)))) ? expanding : other);
+    if (op.body) count_broadcasts(*op.body, expanding, other);
+  }
+}
+
+// Partitioning recomputes a broadcast to more bytes than its operand rather than saving it
+// (transforms/partition.cpp): no random program under everything_saveable (which saves whatever it
+// may) keeps one as a residual. Their gradients are checked with the other properties above.
+TEST(RandomPrograms, NoBroadcastToMoreBytesIsSavedAsAResidual) {
+  int programs = 0, expanding_total = 0;
+  for (uint32_t seed = 1; seed <= 80; ++seed) {
+    pr::RandomProgram p = pr::with_policy(pr::generate_program(seed, size_for(seed)), pr::PolicySpec::Kind::everything);
+    int expanding = 0, other = 0;
+    count_broadcasts(p.main, expanding, other);
+    if (expanding == 0 || other > 0) continue;  // nothing to check, or a broadcast that may be saved
+    ++programs;
+    expanding_total += expanding;
+    std::vector<fy::ShapeDtype> args;
+    for (const fy::Shape& s : p.arguments) args.push_back(fy::ShapeDtype{s, fy::DType::f64});
+    auto loss = [&](const std::vector<fy::Tensor>& xs) { return pr::emit_loss(p, xs, true); };
+    auto residuals = fy::saved_residuals(loss, args);
+    for (const fy::Residual& r : residuals)
+      EXPECT_EQ(r.source.rfind("output of broadcast_in_dim", 0), std::string::npos)
+          << "seed " << seed << ": " << r.decision << " " << r.source << "\n" << pr::describe(p);
+  }
+  std::printf("%d random programs with %d broadcasts to more bytes\n", programs, expanding_total);
+  EXPECT_GT(programs, 10);
 }
 
 TEST(RandomPrograms, TheSameSeedGivesTheSameProgram) {

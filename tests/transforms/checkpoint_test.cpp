@@ -141,6 +141,25 @@ TEST(Checkpoint, ResidualsAreExactlyWhatThePolicyImplies) {
   EXPECT_EQ(off.back(), "f64[2,3]{pinned_host} offloaded output of dot_general");
 }
 
+// A softmax's row sums, broadcast to the rows' shape, are read by the forward pass (the division)
+// and by the division's VJP. Saving the broadcast would keep a rows-sized residual; the backward
+// pass keeps the f64[2] sums instead and broadcasts them again.
+TEST(Checkpoint, ABroadcastIsRecomputedFromItsSmallerOperandRatherThanSaved) {
+  auto softmax = [](fy::Tensor x) {
+    fy::Tensor e = fy::exp(x);
+    return e / fy::broadcast_in_dim(fy::sum(e, {1}), {2, 4}, {0});
+  };
+  auto loss = [&](fy::Tensor x) { return fy::sum(fy::sin(fy::checkpoint(softmax, fy::policies::everything_saveable)(x))); };
+  auto res = fy::saved_residuals(loss, fy::ShapeDtype{{2, 4}, fy::DType::f64});
+  std::vector<std::string> lines;
+  for (const auto& r : res)
+    lines.push_back(fy::type_string(r.type.dtype, r.type.shape) + " " + r.decision + " " + r.source);
+  using V = std::vector<std::string>;
+  EXPECT_EQ(lines, (V{"f64[2,4] saved output of exp", "f64[2] saved output of reduce_sum",
+                      "f64[2,4] saved output of div"}));
+  fy::testing::expect_gradients_match([&](const Xs& p) { return loss(p[0]); }, fy::testing::random_f64({{2, 4}}, 6));
+}
+
 size_t count(const std::string& text, const std::string& needle) {
   size_t n = 0;
   for (size_t pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1)) ++n;
