@@ -29,7 +29,7 @@ struct Rates {
 
 struct CalibrateOptions {
   std::string backend = "cpu";
-  int repeats = 7;  // timed runs of each program after one warm-up; the fastest is taken (>= 1)
+  int repeats = 7;  // timed runs of each program after one warm-up; the median is taken (>= 1)
 };
 
 // Measures the rates by compiling and running small programs on the backend: a square f32
