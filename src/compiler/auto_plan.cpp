@@ -364,11 +364,11 @@ bool plan_automatic(ir::Program& program, const CompileOptions& options, const P
   // of `problem` back to the posed problem's (the same where no options were taken out).
   auto search = [&](const AutoProblem& problem, int attempts, const std::vector<std::vector<int>>* to_prob) {
     int64_t model_limit = limit;
-    AutoProblem posed = problem;
+    AutoProblem trial = problem;  // its limit lowered attempt by attempt
     for (int attempt = 0; attempt < attempts; ++attempt) {
-      posed.limit = model_limit;
-      AutoSolution sol = solve_greedy(posed);
-      std::vector<Kind> kinds = planner.choices(posed, sol.choice);
+      trial.limit = model_limit;
+      AutoSolution sol = solve_greedy(trial);
+      std::vector<Kind> kinds = planner.choices(trial, sol.choice);
       Planned planned = planner.plan(kinds);
       r.attempts += 1;
       if (planned.peak <= limit) {
