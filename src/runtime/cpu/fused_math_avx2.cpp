@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/cpu/threefry_block.h"
 #include "runtime/cpu/vector_math.h"
 
 namespace ferry::runtime::cpu::fused_avx2 {

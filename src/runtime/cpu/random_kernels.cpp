@@ -6,38 +6,18 @@
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/kernel_groups.h"
 #include "runtime/cpu/parallel.h"
+#include "runtime/cpu/threefry_block.h"
 
 namespace ferry::runtime::cpu {
 namespace {
 
-inline uint32_t rotl(uint32_t x, int d) { return (x << d) | (x >> (32 - d)); }
-
-inline void rounds(uint32_t& a, uint32_t& b, const int (&rot)[4]) {
-  for (int r : rot) {
-    a += b;
-    b = rotl(b, r);
-    b ^= a;
-  }
-}
-
 // Key words at strides S0, S1 (0: one word for all counters, 1: a word per counter).
 template <int S0, int S1>
-[[gnu::always_inline]] inline void encrypt(const uint32_t* k0, const uint32_t* k1, const uint32_t* x0, const uint32_t* x1, uint32_t* y0, uint32_t* y1,
-             int64_t n) {
-  static constexpr int kRot0[4] = {13, 15, 26, 6}, kRot1[4] = {17, 29, 16, 24};
+[[gnu::always_inline]] inline void encrypt(const uint32_t* k0, const uint32_t* k1, const uint32_t* x0, const uint32_t* x1,
+                                           uint32_t* y0, uint32_t* y1, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    const uint32_t ks0 = k0[i * S0], ks1 = k1[i * S1], ks2 = ks0 ^ ks1 ^ 0x1BD11BDAu;
-    uint32_t a = x0[i] + ks0, b = x1[i] + ks1;
-    rounds(a, b, kRot0);
-    a += ks1, b += ks2 + 1u;
-    rounds(a, b, kRot1);
-    a += ks2, b += ks0 + 2u;
-    rounds(a, b, kRot0);
-    a += ks0, b += ks1 + 3u;
-    rounds(a, b, kRot1);
-    a += ks1, b += ks2 + 4u;
-    rounds(a, b, kRot0);
-    a += ks2, b += ks0 + 5u;
+    uint32_t a = x0[i], b = x1[i];
+    threefry_block(k0[i * S0], k1[i * S1], a, b);
     y0[i] = a;
     y1[i] = b;
   }
