@@ -6,7 +6,12 @@
 // and ferry's gradients for the peers' gradient check; --quick uses small configs (tests).
 #include <sys/utsname.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <iostream>
+#include <optional>
+#include <sstream>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -28,10 +33,26 @@ struct Row {
   fm::StepReport r;
 };
 
-std::vector<Row> run_scan_mlp(const fm::ScanMlpConfig& c, int repeats) {
-  std::vector<Row> rows;
+std::vector<fy::Array> scan_mlp_args(const fm::ScanMlpConfig& c) {
   std::vector<fy::Array> args{fm::scan_mlp_input(c, 0)};
   for (const fy::Array& w : fm::scan_mlp_params(c, 0)) args.push_back(w);
+  return args;
+}
+
+std::vector<fy::Array> gpt_args(const fm::GptConfig& c) {
+  fm::GptTrainer probe(c, fm::compile_gpt_train_step(c, std::nullopt), 1);
+  auto [tokens, targets] = fm::copy_task_batch(c, 0);
+  std::vector<fy::Array> args = probe.params;
+  for (auto* state : {&probe.m, &probe.v}) args.insert(args.end(), state->begin(), state->end());
+  args.push_back(probe.count);
+  args.push_back(tokens);
+  args.push_back(targets);
+  return args;
+}
+
+std::vector<Row> run_scan_mlp(const fm::ScanMlpConfig& c, int repeats) {
+  std::vector<Row> rows;
+  std::vector<fy::Array> args = scan_mlp_args(c);
   for (const fm::NamedPolicy& p : fm::benchmark_policies(fm::scan_mlp_names())) {
     std::fprintf(stderr, "scan_mlp / %s\n", p.name.c_str());
     rows.push_back({"scan_mlp", fm::measure_step(p.name, fm::compile_scan_mlp_grad(c, p.policy), args, repeats)});
@@ -41,18 +62,80 @@ std::vector<Row> run_scan_mlp(const fm::ScanMlpConfig& c, int repeats) {
 
 std::vector<Row> run_gpt(const fm::GptConfig& c, int repeats) {
   std::vector<Row> rows;
-  fm::GptTrainer probe(c, fm::compile_gpt_train_step(c, std::nullopt), 1);
-  auto [tokens, targets] = fm::copy_task_batch(c, 0);
-  std::vector<fy::Array> args = probe.params;
-  for (auto* state : {&probe.m, &probe.v}) args.insert(args.end(), state->begin(), state->end());
-  args.push_back(probe.count);
-  args.push_back(tokens);
-  args.push_back(targets);
+  std::vector<fy::Array> args = gpt_args(c);
   for (const fm::NamedPolicy& p : fm::benchmark_policies(fm::gpt_names())) {
     std::fprintf(stderr, "gpt / %s\n", p.name.c_str());
     rows.push_back({"gpt", fm::measure_step(p.name, fm::compile_gpt_train_step(c, p.policy), args, repeats)});
   }
   return rows;
+}
+
+// --serve: one step at a time on request, so that bench/peers/peers.py can interleave ferry's steps
+// with JAX's and PyTorch's and compare medians taken over the same seconds (this VM's speed drifts by
+// up to 2x from one minute to the next, more than the differences being measured). Commands on
+// stdin, one per line; every reply is one line on stdout:
+//   load MODEL POLICY  compiles that row's step and runs it once (warm-up) -> "ready" or "error ..."
+//   step               one step on fresh copies of the arguments (copied untimed) -> its seconds
+//   quit
+int serve(const fm::ScanMlpConfig& sc, const fm::GptConfig& gc) {
+  std::vector<fy::Array> args;
+  std::string args_model;  // the model `args` are for (gpt's take a compile to make)
+  std::optional<fy::Compiled> step;
+  auto reply = [](const std::string& line) {
+    std::fputs((line + "\n").c_str(), stdout);
+    std::fflush(stdout);
+  };
+  auto fresh = [&] {
+    std::vector<fy::Array> copies;
+    for (const fy::Array& a : args) copies.push_back(fy::Array::from_bytes(a.data(), a.nbytes(), a.dtype(), a.shape(), a.memory_kind()));
+    return copies;
+  };
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    std::istringstream in(line);
+    std::string command, model;
+    in >> command;
+    if (command == "quit") return 0;
+    if (command == "load") {
+      in >> model;
+      std::string policy;
+      std::getline(in >> std::ws, policy);
+      step.reset();
+      const bool gpt = model == "gpt";
+      if (!gpt && model != "scan_mlp") {
+        reply("error unknown model " + model);
+        continue;
+      }
+      std::vector<fm::NamedPolicy> policies = fm::benchmark_policies(gpt ? fm::gpt_names() : fm::scan_mlp_names());
+      auto p = std::find_if(policies.begin(), policies.end(), [&](const fm::NamedPolicy& q) { return q.name == policy; });
+      if (p == policies.end()) {
+        reply("error unknown policy " + policy);
+        continue;
+      }
+      try {
+        if (args_model != model) args = gpt ? gpt_args(gc) : scan_mlp_args(sc);
+        args_model = model;
+        step.emplace(gpt ? fm::compile_gpt_train_step(gc, p->policy) : fm::compile_scan_mlp_grad(sc, p->policy));
+        step->run(fresh());
+        reply("ready");
+      } catch (const std::exception& e) {
+        step.reset();
+        reply(std::string("error ") + e.what());
+      }
+    } else if (command == "step") {
+      if (!step) {
+        reply("error no step loaded");
+        continue;
+      }
+      std::vector<fy::Array> copies = fresh();
+      auto start = std::chrono::steady_clock::now();
+      step->run(copies);
+      reply(fmt::format("{:.9f}", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+    } else {
+      reply("error unknown command " + command);
+    }
+  }
+  return 0;
 }
 
 void write_raw(const std::string& path, const fy::Array& a) {
@@ -112,13 +195,14 @@ int main(int argc, char** argv) {
   CLI::App app{"ferry's benchmark suite: models x checkpoint policies"};
   std::string out_dir, json_path, dump_dir;
   int repeats = 5;
-  bool quick = false, dump_only = false;
+  bool quick = false, dump_only = false, serve_steps = false;
   app.add_option("--out", out_dir, "write BENCHMARKS.md and benchmarks.csv into this folder");
   app.add_option("--json", json_path, "write the rows as JSON (for bench/peers/peers.py)");
   app.add_option("--dump", dump_dir, "write small-config inputs and gradients for the peers' gradient check");
   app.add_option("--repeats", repeats, "timed runs per row (the median is reported)");
   app.add_flag("--quick", quick, "small configurations (a smoke test)");
   app.add_flag("--dump-only", dump_only, "write --dump's files and stop (bench/peers/gpt_reference.py)");
+  app.add_flag("--serve", serve_steps, "run steps one at a time as stdin asks (bench/peers/peers.py)");
   CLI11_PARSE(app, argc, argv);
   if (!dump_dir.empty()) dump(dump_dir);
   if (dump_only) return 0;
@@ -129,6 +213,7 @@ int main(int argc, char** argv) {
     sc = {.batch = 16, .width = 32, .hidden = 64, .layers = 3};
     gc = {.vocab = 16, .d_model = 32, .heads = 2, .seq = 16, .batch = 2, .layers = 2};
   }
+  if (serve_steps) return serve(sc, gc);
   std::vector<Row> rows = run_scan_mlp(sc, repeats);
   for (Row& r : run_gpt(gc, repeats)) rows.push_back(r);
 
@@ -164,7 +249,7 @@ int main(int argc, char** argv) {
                {"layers", gc.layers}}}};
   if (!json_path.empty())
     std::ofstream(json_path) << nlohmann::json{{"config", config}, {"configs", configs}, {"machine", machine()},
-                                               {"repeats", repeats}, {"rows", json}}
+                                               {"repeats", repeats}, {"quick", quick}, {"rows", json}}
                                     .dump(1);
   if (!out_dir.empty()) {
     std::ofstream(out_dir + "/benchmarks.csv") << csv;

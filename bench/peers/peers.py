@@ -38,21 +38,64 @@ def adam(p, g, m, v, t, lr=3e-3, b1=0.9, b2=0.999, eps=1e-8):
     return p, m, v, t
 
 
-def median_time(f, repeats, setup=None):
-    """Median seconds of f(), or of f(setup()) with setup() run untimed before each call (fresh
-    arguments for a step that consumes its donated ones)."""
-    call = (lambda: f(setup())) if setup else f
-    call()  # warm up
-    times = []
-    for _ in range(repeats):
+def timed(f, setup=None):
+    """A function that runs f() once, or f(setup()) with setup() run untimed first (fresh arguments
+    for a step that consumes its donated ones), and returns the seconds f took."""
+    def once():
         x = setup() if setup else None
         start = time.perf_counter()
         f(x) if setup else f()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        return time.perf_counter() - start
+    return once
 
 
-def run_jax(model, cfg, policy_name, repeats):
+def interleaved_medians(steps, repeats, pause=0.05):
+    """Median seconds of each of `steps` (name -> a function that runs one step and returns its
+    seconds), measured in rounds: every round runs each step once, in an order rotated from round to
+    round, so that every framework's samples come from the same seconds. This VM's speed drifts by up
+    to 2x from one minute to the next; medians measured minutes apart compare the minutes, not the
+    frameworks. Each step is warmed up once first; the short pause lets a framework's spinning worker
+    threads go idle before the next one starts."""
+    names = list(steps)
+    for name in names:
+        steps[name]()
+        time.sleep(pause)
+    times = {name: [] for name in names}
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            times[name].append(steps[name]())
+            time.sleep(pause)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+class FerrySteps:
+    """ferry's steps, run one at a time by `suite_bench --serve` (see serve() in suite_bench.cpp)."""
+
+    def __init__(self, suite_bench, quick):
+        import subprocess
+        cmd = [suite_bench, "--serve"] + (["--quick"] if quick else [])
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def ask(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline().strip()
+        if not reply or reply.startswith("error"):
+            raise RuntimeError(f"suite_bench --serve: {line!r} -> {reply!r}")
+        return reply
+
+    def load(self, model, policy):
+        self.ask(f"load {model} {policy}")
+        return lambda: float(self.ask("step"))
+
+    def close(self):
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def run_jax(model, cfg, policy_name):
+    """The compiled step's temporaries and a function that runs one step (see timed())."""
     rng = np.random.default_rng(0)
     if model == "scan_mlp":
         x = jnp.asarray(rng.standard_normal((cfg["batch"], cfg["width"]), dtype=np.float32))
@@ -80,11 +123,11 @@ def run_jax(model, cfg, policy_name, repeats):
     temp = getattr(mem, "temp_size_in_bytes", None) if mem is not None else None
     host_temp = getattr(mem, "host_temp_size_in_bytes", None) if mem is not None else None
     if model == "scan_mlp":
-        seconds = median_time(lambda: jax.block_until_ready(compiled(*args)), repeats)
+        step = timed(lambda: jax.block_until_ready(compiled(*args)))
     else:  # each call consumes its donated arguments: fresh copies, made untimed
         fresh = lambda: jax.block_until_ready(jax.tree_util.tree_map(jnp.copy, args))
-        seconds = median_time(lambda a: jax.block_until_ready(compiled(*a)), repeats, setup=fresh)
-    return {"temp_bytes": temp, "host_temp_bytes": host_temp, "step_seconds": seconds}
+        step = timed(lambda a: jax.block_until_ready(compiled(*a)), setup=fresh)
+    return {"temp_bytes": temp, "host_temp_bytes": host_temp}, step
 
 
 # ---------------------------------------------------------------- PyTorch models
@@ -111,7 +154,9 @@ def torch_checkpointed(f, policy_name):
     return None  # names: PyTorch has no names to select by
 
 
-def run_torch(model, cfg, policy_name, repeats):
+def run_torch(model, cfg, policy_name):
+    """The bytes one step saves for backward (measured by the first run) and a function that runs
+    one step (see timed()), or None where PyTorch has no counterpart of the policy."""
     torch.manual_seed(0)
     if model == "scan_mlp":
         x = torch.randn(cfg["batch"], cfg["width"])
@@ -174,8 +219,8 @@ def run_torch(model, cfg, policy_name, repeats):
             loss = loss_fn()
         loss.backward()
         opt.step()
-    seconds = median_time(step, repeats)
-    return {"saved_bytes": saved[0], "step_seconds": seconds}
+    step()
+    return {"saved_bytes": saved[0]}, timed(step)
 
 
 # ---------------------------------------------------------------- gradients against JAX
@@ -228,25 +273,32 @@ def main():
     ap.add_argument("--ferry", required=True)
     ap.add_argument("--dump", required=True)
     ap.add_argument("--markdown", required=True)
+    ap.add_argument("--suite-bench", required=True, help="build/bench/suite_bench, which runs ferry's steps (--serve)")
     args = ap.parse_args()
     ferry = json.load(open(args.ferry))
     repeats = ferry["repeats"]
     lines = ["| model | policy | ferry temp (MiB) | JAX temp (MiB) | ferry/JAX temp | ferry step (ms) | JAX step (ms) "
              "| ferry/JAX step | PyTorch step (ms) | ferry/PyTorch step | PyTorch saved (MiB) |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    ferry_steps = FerrySteps(args.suite_bench, ferry.get("quick", False))
     for row in ferry["rows"]:
         model, policy = row["model"], row["policy"]
         cfg = ferry["configs"][model]
+        steps = {"ferry": ferry_steps.load(model, policy)}
         try:
-            j = run_jax(model, cfg, policy, repeats)
+            j, steps["jax"] = run_jax(model, cfg, policy)
         except Exception as e:  # a policy this JAX build cannot compile on CPU
-            j = {"temp_bytes": None, "step_seconds": None, "error": str(e).splitlines()[0][:80]}
+            j = {"temp_bytes": None, "error": str(e).splitlines()[0][:80]}
         try:
-            t = run_torch(model, cfg, policy, repeats)
-        except Exception as e:
+            t, steps["torch"] = run_torch(model, cfg, policy) or (None, None)
+        except Exception:
             t = None
-        t = t or {"saved_bytes": None, "step_seconds": None}
-        fs = row["step_seconds"]
+        steps = {k: v for k, v in steps.items() if v is not None}
+        medians = interleaved_medians(steps, repeats)
+        j["step_seconds"] = medians.get("jax")
+        t = t or {"saved_bytes": None}
+        t["step_seconds"] = medians.get("torch")
+        fs = medians["ferry"]
         line = (f"| {model} | {policy} | {mib(row['temp_bytes'])} | {mib(j['temp_bytes'])} | "
                 f"{ratio(row['temp_bytes'], j['temp_bytes'])} | {fs * 1e3:.1f} | "
                 f"{ms(j['step_seconds'])} | "
@@ -257,6 +309,7 @@ def main():
         if "error" in j:
             print(f"    JAX: {j['error']}", flush=True)
         lines.append(line)
+    ferry_steps.close()
     grads = check_gradients(args.dump)
     versions = f"JAX {jax.__version__}, PyTorch {torch.__version__}, NumPy {np.__version__}, Python {platform.python_version()}"
     text = "\n".join([
@@ -267,6 +320,10 @@ def main():
         "the CPU has no device allocator to ask, so its column is the bytes saved for the backward pass "
         "(`saved_tensors_hooks`); `names ...` policies have no PyTorch counterpart (n/a). PyTorch's offload rows "
         "use `save_on_cpu`, which on a CPU-only machine copies to the same memory.", "",
+        f"Step times: the median of {repeats} steps of each framework after a warm-up, measured in {repeats} rounds "
+        "that each run one step of ferry, JAX and PyTorch (in an order rotated from round to round), so that the "
+        "three medians come from the same seconds of this shared machine; ferry's steps here are run by "
+        "`suite_bench --serve`, so its column is measured again beside the peers, not copied from the table above.", "",
         *lines, "",
         "Gradients against JAX on the small configurations `suite_bench --dump` writes (largest error relative to "
         "the largest JAX value): " + ", ".join(f"{k} {v:.2e}" for k, v in grads.items()) + ".", ""])

@@ -14,4 +14,5 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/dump" docs
 "${FERRY_BUILD_DIR:-build}"/bench/suite_bench --out docs --json "$work/ferry.json" --dump "$work/dump" "$@"
-"$venv/bin/python" bench/peers/peers.py --ferry "$work/ferry.json" --dump "$work/dump" --markdown docs/BENCHMARKS.md
+"$venv/bin/python" bench/peers/peers.py --ferry "$work/ferry.json" --dump "$work/dump" --markdown docs/BENCHMARKS.md \
+  --suite-bench "${FERRY_BUILD_DIR:-build}"/bench/suite_bench

@@ -5,8 +5,16 @@
 //
 // Design: num_threads() - 1 workers plus the calling thread. A parallel_for publishes a Job (the
 // function, n and a fixed number of chunks) on a list of open jobs and then claims chunks itself,
-// like any worker, from the job's atomic counter until none are left; it then waits (blocking, no
-// spinning: the cores are shared with OpenBLAS) until the chunks others claimed have finished.
+// like any worker, from the job's atomic counter until none are left; it then waits until the chunks
+// others claimed have finished.
+//
+// Waiting spins for a short while before it blocks, for workers between jobs and for callers
+// waiting for chunks: on a virtual machine a thread that blocks lets its vCPU halt, and waking a
+// halted vCPU goes through the hypervisor, which after a few hundred milliseconds of idleness took
+// long enough that for the first ~50 ms of a step the workers missed most jobs and every matrix
+// product ran on the caller alone (bench/peers measured steps after an idle gap 1.5x slower; with
+// one thread there was no difference). The spin is bounded (kSpin), yields the core to any other
+// runnable thread of the machine (the copy queue's), and costs nothing on a busy pool.
 // Because the caller always works on its own job and only waits for chunks that are already
 // running, a nested parallel_for (fn calling parallel_for, or a kernel run on a pool thread) cannot
 // deadlock: at worst the nested job runs on its caller alone.
@@ -26,6 +34,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -35,6 +44,8 @@
 #include <thread>
 #include <vector>
 
+#include <sched.h>
+
 #include <cblas.h>
 
 namespace ferry::runtime::cpu {
@@ -43,6 +54,32 @@ namespace {
 // Chunks per thread: more than one so that a thread that finishes early takes another, few enough
 // that claiming costs nothing next to a chunk of at least `grain` elements.
 constexpr int64_t kChunksPerThread = 4;
+
+// How long a waiting thread spins before it blocks: longer than the gaps between parallel kernels
+// inside a step (a few single-threaded kernels), short next to the idle time between steps.
+constexpr std::chrono::microseconds kSpin{300};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until done() or kSpin has passed; returns done(). Every 64 probes it reads the clock and
+// yields, so that a thread of the machine that has work (the copy queue's) gets the core.
+template <class Done>
+bool spin_until(const Done& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 1;; ++i) {
+    if (done()) return true;
+    if (i % 64 == 0) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      sched_yield();
+    } else {
+      cpu_relax();
+    }
+  }
+}
 
 // One parallel_for in flight. It lives on its caller's stack: the caller returns only when every
 // chunk is counted and no worker holds it any more (`users`, guarded by the pool's mutex).
@@ -95,6 +132,7 @@ class Pool {
       std::lock_guard lock(mutex_);
       stop_ = true;
     }
+    stop_flag_.store(true);
     wake_.notify_all();
     for (std::thread& t : workers_) t.join();
   }
@@ -110,11 +148,13 @@ class Pool {
       std::lock_guard lock(mutex_);
       jobs_.push_back(&job);
     }
+    published_.fetch_add(1, std::memory_order_release);
     // One wake per chunk beyond the caller's own, at most one per worker.
     if (chunks - 1 >= static_cast<int64_t>(workers_.size())) wake_.notify_all();
     else
       for (int64_t i = 0; i + 1 < chunks; ++i) wake_.notify_one();
     job.work();
+    spin_until([&] { return job.done.load(std::memory_order_acquire) == chunks; });
     for (int64_t d = job.done.load(std::memory_order_acquire); d != chunks;
          d = job.done.load(std::memory_order_acquire))
       job.done.wait(d, std::memory_order_acquire);
@@ -139,6 +179,13 @@ class Pool {
     std::unique_lock lock(mutex_);
     while (true) {
       Job* job = nullptr;
+      if (!stop_ && (job = open_job()) == nullptr) {
+        // Nothing open: spin a while for the next job before blocking (see kSpin).
+        const uint64_t seen = published_.load(std::memory_order_acquire);
+        lock.unlock();
+        spin_until([&] { return published_.load(std::memory_order_acquire) != seen || stop_flag_.load(); });
+        lock.lock();
+      }
       wake_.wait(lock, [&] { return stop_ || (job = open_job()) != nullptr; });
       if (stop_) return;
       ++job->users;
@@ -156,6 +203,8 @@ class Pool {
   std::condition_variable released_;  // callers: a worker let go of a job
   std::vector<Job*> jobs_;            // published and not yet returned, oldest first
   bool stop_ = false;
+  std::atomic<bool> stop_flag_{false};   // stop_, for the spin (which does not hold the mutex)
+  std::atomic<uint64_t> published_{0};  // jobs published so far, for the spin
 };
 
 int configured_threads() {
