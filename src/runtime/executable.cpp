@@ -1,11 +1,14 @@
 #include "runtime/executable.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string>
 
 #include <fmt/format.h>
 
 #include "ferry/error.h"
+#include "ir/params_text.h"
 #include "runtime/copy_queue.h"
 #include "runtime/memory_resource.h"
 #include "runtime/storage.h"
@@ -13,6 +16,31 @@
 namespace ferry::runtime {
 
 using compiler::Slot;
+
+namespace {
+
+// A timeline slice's name: the primitive and its first result's type; for a matrix product also
+// its operands' types and dimension numbers, for a fused group the primitives of its body in order
+// (each once): a trace then tells the groups and products apart.
+std::string slice_name(const ir::Equation& eq, const ir::Program& p) {
+  std::string name(primitive_name(eq.prim));
+  if (eq.prim == Primitive::fused && !eq.subprograms.empty()) {
+    std::vector<Primitive> seen;
+    for (const ir::Equation& b : eq.subprograms[0]->equations)
+      if (std::find(seen.begin(), seen.end(), b.prim) == seen.end()) seen.push_back(b.prim);
+    name += "{";
+    for (size_t i = 0; i < seen.size(); ++i) name += (i ? "," : "") + std::string(primitive_name(seen[i]));
+    name += "}";
+  }
+  if (eq.prim == Primitive::dot_general) {
+    for (ir::ValueId v : eq.inputs) name += " " + ir::to_string(p.type(v));
+    name += " " + ir::params_to_string(eq.params) + " ->";
+  }
+  if (!eq.outputs.empty()) name += " " + ir::to_string(p.type(eq.outputs[0]));
+  return name;
+}
+
+}  // namespace
 
 // The bookkeeping of one execution of a program, sized for it when made: a run fills it in place
 // and allocates nothing for it.
@@ -335,7 +363,7 @@ void Executable::execute(const Frame& f, State& st) const {
         count_transfer(f, p.type(eq.inputs[0]).kind, p.type(eq.outputs[0]).kind, p.type(eq.outputs[0]).size_bytes());
     }
     if (f.timeline && eq.prim != Primitive::copy_start && eq.prim != Primitive::copy_done)
-      f.timeline->compute(std::string(primitive_name(eq.prim)), begin, now_seconds());
+      f.timeline->compute(slice_name(eq, p), begin, now_seconds());
     for (int b : plan.release_after[e]) take(b, false);
   }
 }

@@ -15,6 +15,9 @@ namespace ferry::runtime::cpu {
 namespace fused_avx2 {
 const FusedMath& math();
 }  // namespace fused_avx2
+namespace fused_avx512 {
+const FusedMath& math();
+}  // namespace fused_avx512
 
 namespace fused_baseline {
 #include "runtime/cpu/fused_math.inc"
@@ -25,7 +28,12 @@ void not_fused(const ir::Equation& eq, Primitive p, const char* kind) {
 }
 
 const FusedMath& fused_math() {
-  static const FusedMath& chosen = __builtin_cpu_supports("avx2") ? fused_avx2::math() : fused_baseline::kFusedMath;
+  static const FusedMath& chosen =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512vl")
+          ? fused_avx512::math()
+      : __builtin_cpu_supports("avx2") ? fused_avx2::math()
+                                       : fused_baseline::kFusedMath;
   return chosen;
 }
 

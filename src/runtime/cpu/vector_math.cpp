@@ -1,5 +1,5 @@
-// Dispatch of vector_math.h: the AVX2 bodies (vector_math_avx2.cpp) where the processor has AVX2
-// and FMA, else SSE2 (x86-64's baseline, so always there) with SLEEF's 4-lane functions.
+// Dispatch of vector_math.h: the AVX-512 bodies (vector_math_avx512.cpp) where the processor has
+// AVX-512F, else the AVX2 bodies (vector_math_avx2.cpp) where it has AVX2 and FMA, else SSE2 (x86-64's baseline, so always there) with SLEEF's 4-lane functions.
 #include "runtime/cpu/vector_math.h"
 
 #include <emmintrin.h>
@@ -13,10 +13,15 @@ namespace avx2 {
 void apply(Fn fn, const float* x, float* y, int64_t n);
 void pow(const float* x, bool xs, const float* z, bool zs, float* out, int64_t n);
 }  // namespace avx2
+namespace avx512 {
+void apply(Fn fn, const float* x, float* y, int64_t n);
+void pow(const float* x, bool xs, const float* z, bool zs, float* out, int64_t n);
+}  // namespace avx512
 
 namespace {
 
 const bool kAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+const bool kAvx512 = kAvx2 && __builtin_cpu_supports("avx512f");
 
 __m128 logistic4(__m128 v) {
   const __m128 one = _mm_set1_ps(1.0f);
@@ -53,14 +58,28 @@ void apply_sse2(Fn fn, const float* x, float* y, int64_t n) {
 
 bool uses_avx2() { return kAvx2; }
 
+bool apply_avx512(Fn fn, const float* x, float* y, int64_t n) {
+  if (!kAvx512) return false;
+  if (n > 0) avx512::apply(fn, x, y, n);
+  return true;
+}
+
+bool apply_avx2(Fn fn, const float* x, float* y, int64_t n) {
+  if (!kAvx2) return false;
+  if (n > 0) avx2::apply(fn, x, y, n);
+  return true;
+}
+
 void apply(Fn fn, const float* x, float* y, int64_t n) {
   if (n <= 0) return;
+  if (kAvx512) return avx512::apply(fn, x, y, n);
   if (kAvx2) return avx2::apply(fn, x, y, n);
   apply_sse2(fn, x, y, n);
 }
 
 void pow(const float* x, bool xs, const float* z, bool zs, float* out, int64_t n) {
   if (n <= 0) return;
+  if (kAvx512) return avx512::pow(x, xs, z, zs, out, n);
   if (kAvx2) return avx2::pow(x, xs, z, zs, out, n);
   alignas(16) float a[4], b[4];
   for (int64_t i = 0; i < n; i += 4) {

@@ -1,6 +1,6 @@
 // Vectorized f32 transcendentals for the CPU kernels, from SLEEF (Debian's libsleef-dev): arrays
-// in, arrays out, 8 lanes with AVX2+FMA where the processor has them (checked once at run time),
-// else 4 lanes with SSE2. Every function is within 1.0 ulp of the correctly rounded result (SLEEF's
+// in, arrays out, 16 lanes with AVX-512 or 8 with AVX2+FMA where the processor has them (checked once
+// at run time; both give the same bits), else 4 lanes with SSE2. Every function is within 1.0 ulp of the correctly rounded result (SLEEF's
 // u10 variants) except logistic, computed as 1 / (1 + exp(-x)) (within 3 ulp; tests/runtime/
 // vector_math_test.cpp states and checks each bound against a double-precision reference). The
 // result of an element never depends on its position in the array or on n (the tail is padded to
@@ -21,5 +21,10 @@ void pow(const float* x, bool x_scalar, const float* z, bool z_scalar, float* ou
 
 // Whether the 8-lane AVX2 path is in use (for reports and tests).
 bool uses_avx2();
+
+// The widest paths by name, for tests that compare them: apply() through the 16-lane AVX-512 or the
+// 8-lane AVX2 bodies. Each returns false, doing nothing, where the processor lacks them.
+bool apply_avx512(Fn fn, const float* x, float* y, int64_t n);
+bool apply_avx2(Fn fn, const float* x, float* y, int64_t n);
 
 }  // namespace ferry::runtime::cpu::vmath
