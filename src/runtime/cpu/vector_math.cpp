@@ -46,7 +46,7 @@ void apply_sse2(Fn fn, const float* x, float* y, int64_t n) {
     case Fn::log: return map(x, y, n, [](__m128 v) { return Sleef_logf4_u10sse2(v); });
     case Fn::sin: return map(x, y, n, [](__m128 v) { return Sleef_sinf4_u10sse2(v); });
     case Fn::cos: return map(x, y, n, [](__m128 v) { return Sleef_cosf4_u10sse2(v); });
-    case Fn::tanh: return map(x, y, n, [](__m128 v) { return Sleef_tanhf4_u10sse2(v); });
+    case Fn::tanh: return map(x, y, n, [](__m128 v) { return Sleef_tanhf4_u35sse2(v); });
     case Fn::logistic: return map(x, y, n, logistic4);
     case Fn::erf: return map(x, y, n, [](__m128 v) { return Sleef_erff4_u10sse2(v); });
     case Fn::log1p: return map(x, y, n, [](__m128 v) { return Sleef_log1pf4_u10sse2(v); });

@@ -36,7 +36,7 @@ void apply(Fn fn, const float* x, float* y, int64_t n) {
     case Fn::log: return map(x, y, n, [](__m256 v) { return Sleef_logf8_u10avx2(v); });
     case Fn::sin: return map(x, y, n, [](__m256 v) { return Sleef_sinf8_u10avx2(v); });
     case Fn::cos: return map(x, y, n, [](__m256 v) { return Sleef_cosf8_u10avx2(v); });
-    case Fn::tanh: return map(x, y, n, [](__m256 v) { return Sleef_tanhf8_u10avx2(v); });
+    case Fn::tanh: return map(x, y, n, [](__m256 v) { return Sleef_tanhf8_u35avx2(v); });
     case Fn::logistic: return map(x, y, n, logistic8);
     case Fn::erf: return map(x, y, n, [](__m256 v) { return Sleef_erff8_u10avx2(v); });
     case Fn::log1p: return map(x, y, n, [](__m256 v) { return Sleef_log1pf8_u10avx2(v); });

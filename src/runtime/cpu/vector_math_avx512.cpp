@@ -37,7 +37,7 @@ void apply(Fn fn, const float* x, float* y, int64_t n) {
     case Fn::log: return map(x, y, n, [](__m512 v) { return Sleef_logf16_u10avx512f(v); });
     case Fn::sin: return map(x, y, n, [](__m512 v) { return Sleef_sinf16_u10avx512f(v); });
     case Fn::cos: return map(x, y, n, [](__m512 v) { return Sleef_cosf16_u10avx512f(v); });
-    case Fn::tanh: return map(x, y, n, [](__m512 v) { return Sleef_tanhf16_u10avx512f(v); });
+    case Fn::tanh: return map(x, y, n, [](__m512 v) { return Sleef_tanhf16_u35avx512f(v); });
     case Fn::logistic: return map(x, y, n, logistic16);
     case Fn::erf: return map(x, y, n, [](__m512 v) { return Sleef_erff16_u10avx512f(v); });
     case Fn::log1p: return map(x, y, n, [](__m512 v) { return Sleef_log1pf16_u10avx512f(v); });
