@@ -7,12 +7,11 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -85,11 +84,6 @@ int serve(const fm::ScanMlpConfig& sc, const fm::GptConfig& gc) {
     std::fputs((line + "\n").c_str(), stdout);
     std::fflush(stdout);
   };
-  auto fresh = [&] {
-    std::vector<fy::Array> copies;
-    for (const fy::Array& a : args) copies.push_back(fy::Array::from_bytes(a.data(), a.nbytes(), a.dtype(), a.shape(), a.memory_kind()));
-    return copies;
-  };
   std::string line;
   while (std::getline(std::cin, line)) {
     std::istringstream in(line);
@@ -116,7 +110,7 @@ int serve(const fm::ScanMlpConfig& sc, const fm::GptConfig& gc) {
         if (args_model != model) args = gpt ? gpt_args(gc) : scan_mlp_args(sc);
         args_model = model;
         step.emplace(gpt ? fm::compile_gpt_train_step(gc, p->policy) : fm::compile_scan_mlp_grad(sc, p->policy));
-        step->run(fresh());
+        fm::timed_step(*step, args);  // warm up
         reply("ready");
       } catch (const std::exception& e) {
         step.reset();
@@ -127,10 +121,7 @@ int serve(const fm::ScanMlpConfig& sc, const fm::GptConfig& gc) {
         reply("error no step loaded");
         continue;
       }
-      std::vector<fy::Array> copies = fresh();
-      auto start = std::chrono::steady_clock::now();
-      step->run(copies);
-      reply(fmt::format("{:.9f}", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
+      reply(fmt::format("{:.9f}", fm::timed_step(*step, args)));
     } else {
       reply("error unknown command " + command);
     }

@@ -131,6 +131,14 @@ int GptTrainer::load(const std::string& path) {
   return steps;
 }
 
+double timed_step(const Compiled& c, const std::vector<Array>& args) {
+  std::vector<Array> copies;
+  for (const Array& a : args) copies.push_back(Array::from_bytes(a.data(), a.nbytes(), a.dtype(), a.shape(), a.memory_kind()));
+  auto start = std::chrono::steady_clock::now();
+  c.run(copies);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 StepReport measure_step(const std::string& policy, const Compiled& c, const std::vector<Array>& args, int repeats) {
   StepReport r;
   r.policy = policy;
@@ -141,19 +149,9 @@ StepReport measure_step(const std::string& policy, const Compiled& c, const std:
   r.host_bytes = m.host_peak_memory_in_bytes;
   r.recompute_flops = cost.recompute_flops;
   r.copy_bytes = cost.bytes_to_host + cost.bytes_to_device;
-  auto fresh = [&] {
-    std::vector<Array> copies;
-    for (const Array& a : args) copies.push_back(Array::from_bytes(a.data(), a.nbytes(), a.dtype(), a.shape(), a.memory_kind()));
-    return copies;
-  };
   std::vector<double> times;
-  c.run(fresh());  // warm up
-  for (int i = 0; i < repeats; ++i) {
-    std::vector<Array> copies = fresh();
-    auto start = std::chrono::steady_clock::now();
-    c.run(copies);
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
+  timed_step(c, args);  // warm up
+  for (int i = 0; i < repeats; ++i) times.push_back(timed_step(c, args));
   std::sort(times.begin(), times.end());
   r.step_seconds = times.empty() ? 0 : times[times.size() / 2];
   return r;

@@ -60,5 +60,8 @@ struct StepReport {
   double recompute_flops = 0, step_seconds = 0;
 };
 StepReport measure_step(const std::string& policy, const Compiled& c, const std::vector<Array>& args, int repeats);
+// One run of c on fresh copies of args (made untimed, since a step may consume donated arguments):
+// its wall seconds.
+double timed_step(const Compiled& c, const std::vector<Array>& args);
 
 }  // namespace ferry::models

@@ -132,7 +132,6 @@ class Pool {
       std::lock_guard lock(mutex_);
       stop_ = true;
     }
-    stop_flag_.store(true);
     wake_.notify_all();
     for (std::thread& t : workers_) t.join();
   }
@@ -183,7 +182,7 @@ class Pool {
         // Nothing open: spin a while for the next job before blocking (see kSpin).
         const uint64_t seen = published_.load(std::memory_order_acquire);
         lock.unlock();
-        spin_until([&] { return published_.load(std::memory_order_acquire) != seen || stop_flag_.load(); });
+        spin_until([&] { return published_.load(std::memory_order_acquire) != seen || stop_.load(); });
         lock.lock();
       }
       wake_.wait(lock, [&] { return stop_ || (job = open_job()) != nullptr; });
@@ -202,8 +201,8 @@ class Pool {
   std::condition_variable wake_;      // workers: a job was published, or stop
   std::condition_variable released_;  // callers: a worker let go of a job
   std::vector<Job*> jobs_;            // published and not yet returned, oldest first
-  bool stop_ = false;
-  std::atomic<bool> stop_flag_{false};   // stop_, for the spin (which does not hold the mutex)
+  // Set under mutex_ (the workers' wait reads it there); atomic for the spin, which reads it without.
+  std::atomic<bool> stop_{false};
   std::atomic<uint64_t> published_{0};  // jobs published so far, for the spin
 };
 

@@ -1,5 +1,6 @@
 // Dispatch of vector_math.h: the AVX-512 bodies (vector_math_avx512.cpp) where the processor has
-// AVX-512F, else the AVX2 bodies (vector_math_avx2.cpp) where it has AVX2 and FMA, else SSE2 (x86-64's baseline, so always there) with SLEEF's 4-lane functions.
+// AVX-512F, else the AVX2 bodies (vector_math_avx2.cpp) where it has AVX2 and FMA, else SSE2
+// (x86-64's baseline, so always there) with SLEEF's 4-lane functions.
 #include "runtime/cpu/vector_math.h"
 
 #include <emmintrin.h>
