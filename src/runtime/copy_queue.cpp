@@ -1,7 +1,18 @@
 #include "runtime/copy_queue.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <limits>
+#include <shared_mutex>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#endif
 
 namespace ferry::runtime {
 
@@ -9,61 +20,163 @@ double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-CopyQueue::CopyQueue(size_t capacity) : ring_(capacity > 0 ? capacity : 1), thread_([this] { loop(); }) {}
+namespace {
+
+constexpr uint64_t kAnyTicket = std::numeric_limits<uint64_t>::max();
+
+// Every queue of the process, for help_any. Helpers hold the lock shared while they copy a piece,
+// so a queue that unregisters (exclusively) knows no helper still touches it.
+struct Registry {
+  std::shared_mutex mutex;
+  std::vector<CopyQueue*> queues;
+};
+
+Registry& registry() {
+  static Registry* const r = new Registry;  // never destroyed: queues may outlive static order
+  return *r;
+}
+
+// Pieces enqueued and not yet claimed, over every queue: help_any's fast way out.
+std::atomic<int64_t> unclaimed_pieces{0};
+
+int64_t pieces(size_t bytes) {
+  return static_cast<int64_t>((bytes + CopyQueue::kPieceBytes - 1) / CopyQueue::kPieceBytes);
+}
+
+// The idle scheduling class: the thread runs only on a core with nothing else to run. Where that
+// is refused, the lowest ordinary priority.
+void run_when_idle() {
+#if defined(__linux__)
+  sched_param param{};
+  if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &param) != 0)
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 19);
+#endif
+}
+
+}  // namespace
+
+CopyQueue::CopyQueue(size_t capacity, bool own_thread) : ring_(capacity > 0 ? capacity : 1) {
+  {
+    std::unique_lock lock(registry().mutex);
+    registry().queues.push_back(this);
+  }
+  if (own_thread) thread_ = std::thread([this] { loop(); });
+}
 
 CopyQueue::~CopyQueue() {
+  drain();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock lock(registry().mutex);  // waits for helpers that are inside this queue
+    auto& qs = registry().queues;
+    qs.erase(std::find(qs.begin(), qs.end(), this));
+  }
+  {
+    std::lock_guard lock(mu_);
     stop_ = true;
   }
   work_.notify_all();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 uint64_t CopyQueue::enqueue(void* dst, const void* src, size_t bytes, Observer observer) {
-  uint64_t ticket;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    space_.wait(lock, [&] { return pending_ < ring_.size(); });
-    ticket = next_ticket_++;
-    ring_[(head_ + pending_) % ring_.size()] = Task{ticket, dst, src, bytes, std::move(observer)};
-    ++pending_;
+  std::unique_lock lock(mu_);
+  while (pending_ == ring_.size())
+    if (!copy_piece(lock, kAnyTicket)) space_.wait(lock);
+  const uint64_t ticket = next_ticket_++;
+  Task& task = ring_[(head_ + pending_) % ring_.size()];
+  task = Task{ticket, static_cast<char*>(dst), static_cast<const char*>(src), bytes, std::move(observer)};
+  ++pending_;
+  if (bytes == 0) {  // nothing to copy: finished once every earlier copy is
+    if (task.observer) task.begin = task.end = now_seconds();
+    retire(lock);
+    return ticket;
   }
+  unclaimed_pieces.fetch_add(pieces(bytes), std::memory_order_relaxed);
+  lock.unlock();
   work_.notify_one();
   return ticket;
 }
 
 void CopyQueue::wait(uint64_t ticket) {
-  std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [&] { return finished_ >= ticket; });
+  std::unique_lock lock(mu_);
+  while (finished_ < ticket)
+    if (!copy_piece(lock, ticket)) done_.wait(lock);  // the last pieces are being copied elsewhere
 }
 
 void CopyQueue::drain() {
-  std::unique_lock<std::mutex> lock(mu_);
-  uint64_t last = next_ticket_ - 1;
-  done_.wait(lock, [&] { return finished_ >= last; });
+  uint64_t last;
+  {
+    std::lock_guard lock(mu_);
+    last = next_ticket_ - 1;
+  }
+  wait(last);
+}
+
+bool CopyQueue::help_any() {
+  if (unclaimed_pieces.load(std::memory_order_relaxed) <= 0) return false;
+  Registry& r = registry();
+  std::shared_lock registered(r.mutex);
+  for (CopyQueue* q : r.queues) {
+    std::unique_lock lock(q->mu_);
+    if (q->copy_piece(lock, kAnyTicket)) return true;
+  }
+  return false;
+}
+
+bool CopyQueue::copy_piece(std::unique_lock<std::mutex>& lock, uint64_t up_to) {
+  for (; unclaimed_from_ < pending_; ++unclaimed_from_) {
+    const Task& t = ring_[(head_ + unclaimed_from_) % ring_.size()];
+    if (t.claimed < t.bytes) break;
+  }
+  if (unclaimed_from_ == pending_) return false;
+  // The slot does not move and the copy is not retired before this piece is counted, so `task`
+  // stays valid while the lock is released.
+  Task& task = ring_[(head_ + unclaimed_from_) % ring_.size()];
+  if (task.ticket > up_to) return false;
+  const size_t offset = task.claimed, n = std::min(kPieceBytes, task.bytes - offset);
+  task.claimed += n;
+  unclaimed_pieces.fetch_sub(1, std::memory_order_relaxed);
+  if (offset == 0 && task.observer) task.begin = now_seconds();
+  char* dst = task.dst + offset;
+  const char* src = task.src + offset;
+  lock.unlock();
+  std::memcpy(dst, src, n);
+  lock.lock();
+  task.copied += n;
+  if (task.copied == task.bytes) {
+    if (task.observer) task.end = now_seconds();
+    retire(lock);
+  }
+  return true;
+}
+
+void CopyQueue::retire(std::unique_lock<std::mutex>&) {
+  bool any = false;
+  while (pending_ > 0) {
+    Task& task = ring_[head_];
+    if (task.copied != task.bytes) break;
+    // Under the lock, so that observers see copies in ticket order whichever thread finished them.
+    if (task.observer) task.observer(task.ticket, task.bytes, task.begin, task.end);
+    task.observer = nullptr;
+    finished_ = task.ticket;
+    head_ = (head_ + 1) % ring_.size();
+    --pending_;
+    if (unclaimed_from_ > 0) --unclaimed_from_;
+    any = true;
+  }
+  if (any) {
+    done_.notify_all();
+    space_.notify_all();
+  }
 }
 
 void CopyQueue::loop() {
-  for (;;) {
-    Task task;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_.wait(lock, [&] { return stop_ || pending_ > 0; });
-      if (pending_ == 0) return;  // stopping, nothing left
-      task = std::move(ring_[head_]);
-      head_ = (head_ + 1) % ring_.size();
-      --pending_;
-    }
-    space_.notify_one();
-    double begin = task.observer ? now_seconds() : 0;
-    if (task.bytes) std::memcpy(task.dst, task.src, task.bytes);
-    if (task.observer) task.observer(task.ticket, task.bytes, begin, now_seconds());
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      finished_ = task.ticket;
-    }
-    done_.notify_all();
+  run_when_idle();
+  std::unique_lock lock(mu_);
+  while (true) {
+    if (copy_piece(lock, kAnyTicket)) continue;
+    if (stop_) return;
+    work_.wait(lock);
   }
 }
 

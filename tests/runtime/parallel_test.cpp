@@ -1,8 +1,10 @@
 // The CPU kernels' thread pool (runtime/cpu/parallel.h): ranges cover [0, n) disjointly in pieces
 // of at least `grain`, small n runs on the caller, nested calls finish, exceptions reach the caller,
-// and the kernels that split their work give the same bytes with 1 thread as with several.
+// idle work is done by threads that wait, and the kernels that split their work give the same bytes
+// with 1 thread as with several.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -165,6 +167,56 @@ template <class Make> void same_bytes_across_thread_counts(const std::string& wh
     for (size_t i = 0; i < one.size(); ++i)
       EXPECT_TRUE(one[i].same_bytes(many[i])) << what << ": result " << i << " differs with " << threads << " threads";
   }
+}
+
+// The idle work (set_idle_work) is done by a thread that waits for another's chunk, and never
+// while nothing waits: a job whose chunks take equal time on an idle pool still finishes.
+std::atomic<int> idle_calls{0};
+bool count_idle_call() {
+  ++idle_calls;
+  return false;  // found nothing: the waiting thread goes on spinning
+}
+
+TEST(ParallelFor, AThreadThatWaitsForAChunkDoesTheIdleWork) {
+  ThreadCount tc(2);
+  const cpu::IdleWork before = cpu::set_idle_work(&count_idle_call);
+  idle_calls = 0;
+  std::atomic<int> chunks_run{0};
+  // Two chunks, one slow: whichever thread takes the fast one waits for the slow one.
+  cpu::parallel_for(2, 1, [&](int64_t b, int64_t) {
+    if (b == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ++chunks_run;
+  });
+  EXPECT_EQ(chunks_run, 2);
+  // A worker that woke only after the job (a loaded machine) spins, and calls it, before it blocks.
+  for (int i = 0; i < 2000 && idle_calls.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_GT(idle_calls.load(), 0);
+  EXPECT_EQ(cpu::set_idle_work(before), &count_idle_call);
+}
+
+// Idle work that finds something keeps a waiting thread at it (the spin's clock starts again),
+// and the job's own chunks still finish: the work is done in pieces between probes.
+std::atomic<int> idle_pieces{0};
+bool do_idle_piece() {
+  if (idle_pieces.load() >= 1000) return false;
+  ++idle_pieces;
+  return true;
+}
+
+TEST(ParallelFor, IdleWorkWithPiecesLeftDoesNotStopTheJob) {
+  ThreadCount tc(2);
+  const cpu::IdleWork before = cpu::set_idle_work(&do_idle_piece);
+  idle_pieces = 0;
+  std::atomic<int64_t> covered{0};
+  cpu::parallel_for(2, 1, [&](int64_t b, int64_t e) {
+    if (b == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    covered += e - b;
+  });
+  EXPECT_EQ(covered, 2);
+  // The pool's worker spins between jobs too: give it time to run out of pieces.
+  for (int i = 0; i < 200 && idle_pieces.load() < 1000; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(idle_pieces.load(), 1000);
+  cpu::set_idle_work(before);
 }
 
 TEST(ParallelKernels, ReductionsGiveTheSameBitsForEveryThreadCount) {

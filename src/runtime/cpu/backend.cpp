@@ -1,6 +1,7 @@
 // The CPU backend: every memory kind is host RAM (runtime/memory_resource.h's host resources), the
-// copy engine is a thread (runtime/copy_queue.h), and there is no stream: kernels run on the
-// calling thread and are done when they return.
+// copy engine is a queue whose bytes the cores move while they have nothing else to do
+// (runtime/copy_queue.h), and there is no stream: kernels run on the calling thread and are done
+// when they return.
 #include <algorithm>
 #include <cstring>
 
@@ -15,6 +16,8 @@ namespace {
 
 class CpuBackend final : public Backend {
  public:
+  // The pool's threads copy while they would wait (copy_queue.h says why).
+  CpuBackend() { cpu::set_idle_work(&CopyQueue::help_any); }
   std::string_view name() const override { return "cpu"; }
   KernelFn kernel(Primitive p) const override { return cpu::kernel(p); }
   WorkspaceSizeFn workspace_size(Primitive p) const override { return cpu::workspace_size(p); }

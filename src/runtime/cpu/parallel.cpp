@@ -14,7 +14,9 @@
 // long enough that for the first ~50 ms of a step the workers missed most jobs and every matrix
 // product ran on the caller alone (bench/peers measured steps after an idle gap 1.5x slower; with
 // one thread there was no difference). The spin is bounded (kSpin), yields the core to any other
-// runnable thread of the machine (the copy queue's), and costs nothing on a busy pool.
+// runnable thread of the machine, and costs nothing on a busy pool. While it spins, a thread does
+// the idle work the CPU backend gives it (set_idle_work: the copy queues' pieces), so that copies
+// fill the moments a kernel's threads wait for each other instead of taking a core from a kernel.
 // Because the caller always works on its own job and only waits for chunks that are already
 // running, a nested parallel_for (fn calling parallel_for, or a kernel run on a pool thread) cannot
 // deadlock: at worst the nested job runs on its caller alone.
@@ -65,13 +67,21 @@ inline void cpu_relax() {
 #endif
 }
 
-// Spins until done() or kSpin has passed; returns done(). Every 64 probes it reads the clock and
-// yields, so that a thread of the machine that has work (the copy queue's) gets the core.
+std::atomic<IdleWork> idle_work{nullptr};  // set_idle_work
+
+// Spins until done() or kSpin has passed; returns done(). While it spins it does the idle work
+// (set_idle_work), and the clock starts again after each piece of it: a thread with such work keeps
+// it up rather than block. Every 64 probes it reads the clock and yields, so that another thread
+// of the machine that has work gets the core.
 template <class Done>
 bool spin_until(const Done& done) {
-  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  auto deadline = std::chrono::steady_clock::now() + kSpin;
   for (int i = 1;; ++i) {
     if (done()) return true;
+    if (IdleWork work = idle_work.load(std::memory_order_relaxed); work && work()) {
+      deadline = std::chrono::steady_clock::now() + kSpin;
+      continue;
+    }
     if (i % 64 == 0) {
       if (std::chrono::steady_clock::now() >= deadline) return false;
       sched_yield();
@@ -256,6 +266,8 @@ void set_num_threads(int threads) {
   pool_slot().reset();
   pool_slot() = std::make_unique<Pool>(std::max(1, threads));
 }
+
+IdleWork set_idle_work(IdleWork work) { return idle_work.exchange(work, std::memory_order_relaxed); }
 
 // memcpy split across the pool in pieces of at least 256 KiB (below that one thread saturates
 // what a second would add).

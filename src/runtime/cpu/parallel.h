@@ -46,6 +46,13 @@ int num_threads();
 // while no parallel_for is running.
 void set_num_threads(int threads);
 
+// Work for the pool's threads while they would otherwise wait, between jobs and for the last
+// chunks of a job: `work` does a short piece of it (microseconds) and returns whether it found
+// any. The CPU backend sets its copy queues' CopyQueue::help_any (runtime/copy_queue.h), so that
+// copies run in the kernels' idle moments instead of preempting them. nullptr: none.
+using IdleWork = bool (*)();
+IdleWork set_idle_work(IdleWork work);  // returns the one it replaces
+
 // memcpy split across the pool in pieces of at least 256 KiB (below that one thread saturates
 // what a second would add).
 void parallel_memcpy(void* dst, const void* src, int64_t bytes);
