@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
-#include <shared_mutex>
+#include <thread>
 
 #if defined(__linux__)
 #include <pthread.h>
@@ -24,10 +24,10 @@ namespace {
 
 constexpr uint64_t kAnyTicket = std::numeric_limits<uint64_t>::max();
 
-// Every queue of the process, for help_any. Helpers hold the lock shared while they copy a piece,
-// so a queue that unregisters (exclusively) knows no helper still touches it.
+// Every queue of the process, for help_any. A helper counts itself in a queue's helpers_ while it
+// holds the registry's lock, so a queue that has left the registry only waits for those counted.
 struct Registry {
-  std::shared_mutex mutex;
+  std::mutex mutex;
   std::vector<CopyQueue*> queues;
 };
 
@@ -66,10 +66,12 @@ CopyQueue::CopyQueue(size_t capacity, bool own_thread) : ring_(capacity > 0 ? ca
 CopyQueue::~CopyQueue() {
   drain();
   {
-    std::unique_lock lock(registry().mutex);  // waits for helpers that are inside this queue
+    std::lock_guard lock(registry().mutex);
     auto& qs = registry().queues;
     qs.erase(std::find(qs.begin(), qs.end(), this));
   }
+  // Helpers that found this queue before it left finish their piece (or find none) and let go.
+  while (helpers_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   {
     std::lock_guard lock(mu_);
     stop_ = true;
@@ -91,6 +93,7 @@ uint64_t CopyQueue::enqueue(void* dst, const void* src, size_t bytes, Observer o
     retire(lock);
     return ticket;
   }
+  unclaimed_.fetch_add(pieces(bytes), std::memory_order_relaxed);
   unclaimed_pieces.fetch_add(pieces(bytes), std::memory_order_relaxed);
   lock.unlock();
   work_.notify_one();
@@ -114,13 +117,25 @@ void CopyQueue::drain() {
 
 bool CopyQueue::help_any() {
   if (unclaimed_pieces.load(std::memory_order_relaxed) <= 0) return false;
-  Registry& r = registry();
-  std::shared_lock registered(r.mutex);
-  for (CopyQueue* q : r.queues) {
-    std::unique_lock lock(q->mu_);
-    if (q->copy_piece(lock, kAnyTicket)) return true;
+  CopyQueue* q = nullptr;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    for (CopyQueue* c : r.queues)
+      if (c->unclaimed_.load(std::memory_order_relaxed) > 0) {
+        q = c;
+        q->helpers_.fetch_add(1, std::memory_order_relaxed);
+        break;
+      }
   }
-  return false;
+  if (q == nullptr) return false;
+  bool copied;
+  {
+    std::unique_lock lock(q->mu_);
+    copied = q->copy_piece(lock, kAnyTicket);
+  }
+  q->helpers_.fetch_sub(1, std::memory_order_release);  // q may be gone after this
+  return copied;
 }
 
 bool CopyQueue::copy_piece(std::unique_lock<std::mutex>& lock, uint64_t up_to) {
@@ -135,6 +150,7 @@ bool CopyQueue::copy_piece(std::unique_lock<std::mutex>& lock, uint64_t up_to) {
   if (task.ticket > up_to) return false;
   const size_t offset = task.claimed, n = std::min(kPieceBytes, task.bytes - offset);
   task.claimed += n;
+  unclaimed_.fetch_sub(1, std::memory_order_relaxed);
   unclaimed_pieces.fetch_sub(1, std::memory_order_relaxed);
   if (offset == 0 && task.observer) task.begin = now_seconds();
   char* dst = task.dst + offset;

@@ -16,6 +16,7 @@
 // while it is full), so a run's copies never allocate.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -87,6 +88,8 @@ class CopyQueue final : public CopyEngine {
   size_t unclaimed_from_ = 0;  // ring position (from head_) of the first copy with bytes to claim
   uint64_t next_ticket_ = 1, finished_ = 0;
   bool stop_ = false;
+  std::atomic<int64_t> unclaimed_{0};  // pieces not yet claimed (help_any reads it unlocked)
+  std::atomic<int> helpers_{0};        // help_any calls inside this queue
   std::thread thread_;
 };
 
