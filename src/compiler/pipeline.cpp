@@ -5,6 +5,7 @@
 #include "compiler/auto_plan.h"
 #include "compiler/cse.h"
 #include "compiler/dce.h"
+#include "compiler/drop_names.h"
 #include "compiler/fold_transposes.h"
 #include "compiler/fuse.h"
 #include "compiler/lower_copies.h"
@@ -26,6 +27,7 @@ namespace {
 // the cost model. Buffer assignment (plan_memory, an analysis run by compile) plans the final order.
 std::vector<Pass> placement_passes(const CompileOptions& options) {
   std::vector<Pass> passes{
+      {"drop_names", drop_names},
       {"fold_transposes", fold_transposes},
       {"materialize_outputs", materialize_outputs},
       {"lower_copies", lower_copies},

@@ -1,0 +1,30 @@
+#include "compiler/drop_names.h"
+
+#include <vector>
+
+#include "compiler/pass_util.h"
+
+namespace ferry::compiler {
+
+bool drop_names(ir::Program& program) {
+  bool changed = run_on_bodies(program, drop_names);
+  // named[v]: the value v names (itself when v is no name); names of names resolve in program order.
+  std::vector<ir::ValueId> named(program.values.size());
+  for (size_t v = 0; v < named.size(); ++v) named[v] = static_cast<ir::ValueId>(v);
+  std::vector<ir::Equation> kept;
+  kept.reserve(program.equations.size());
+  for (ir::Equation& eq : program.equations) {
+    for (ir::ValueId& v : eq.inputs) v = named[static_cast<size_t>(v)];
+    if (eq.prim == Primitive::checkpoint_name) {
+      named[static_cast<size_t>(eq.outputs[0])] = eq.inputs[0];
+      changed = true;
+      continue;
+    }
+    kept.push_back(std::move(eq));
+  }
+  program.equations = std::move(kept);
+  for (ir::ValueId& v : program.outputs) v = named[static_cast<size_t>(v)];
+  return changed;
+}
+
+}  // namespace ferry::compiler
