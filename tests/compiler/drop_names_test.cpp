@@ -26,9 +26,36 @@ TEST(DropNames, ReadersAndOutputsReadTheNamedValue) {
                 "}\n",
                 true),
             "program @main(%0: f32[3]) {\n"
-            "  %1 = sin %0 : f32[3]\n"
+            "  %1 = sin %0 : f32[3] @\"a\"\n"
             "  %2 = mul %1, %1 : f32[3]\n"
             "  return %2, %1, %0\n"
+            "}\n");
+}
+
+TEST(DropNames, TheNameStaysOnlyOnAMakerOfOneValueWithoutANameOfItsOwn) {
+  // sin has a name of its own; threefry2x32 makes two values (a name for one would name both);
+  // an input has no maker.
+  EXPECT_EQ(run("program @main(%0: f32[3], %1: i32[2], %2: i32[3]) {\n"
+                "  %3 = sin %0 : f32[3] @\"own\"\n"
+                "  %4 = checkpoint_name %3 : f32[3] @\"a\"\n"
+                "  %5 = slice[start_indices=[0], limit_indices=[1], strides=[1]] %1 : i32[1]\n"
+                "  %6 = slice[start_indices=[1], limit_indices=[2], strides=[1]] %1 : i32[1]\n"
+                "  %7 = reshape[new_sizes=[]] %5 : i32[]\n"
+                "  %8 = reshape[new_sizes=[]] %6 : i32[]\n"
+                "  %9, %10 = threefry2x32 %7, %8, %2, %2 : i32[3], i32[3]\n"
+                "  %11 = checkpoint_name %9 : i32[3] @\"bits\"\n"
+                "  %12 = checkpoint_name %0 : f32[3] @\"in\"\n"
+                "  return %4, %11, %10, %12\n"
+                "}\n",
+                true),
+            "program @main(%0: f32[3], %1: i32[2], %2: i32[3]) {\n"
+            "  %3 = sin %0 : f32[3] @\"own\"\n"
+            "  %4 = slice[start_indices=[0], limit_indices=[1], strides=[1]] %1 : i32[1]\n"
+            "  %5 = slice[start_indices=[1], limit_indices=[2], strides=[1]] %1 : i32[1]\n"
+            "  %6 = reshape[new_sizes=[]] %4 : i32[]\n"
+            "  %7 = reshape[new_sizes=[]] %5 : i32[]\n"
+            "  %8, %9 = threefry2x32 %6, %7, %2, %2 : i32[3], i32[3]\n"
+            "  return %3, %8, %9, %0\n"
             "}\n");
 }
 
