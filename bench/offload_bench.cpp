@@ -97,7 +97,11 @@ BENCHMARK(BM_EverythingSaved)->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.2)
 BENCHMARK(BM_OffloadEverything)->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.2)->UseRealTime();
 BENCHMARK(BM_OffloadX)->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.2)->UseRealTime();
 BENCHMARK(BM_NothingSaved)->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.2)->UseRealTime();
-BENCHMARK(BM_OffloadEverythingBesideSaved)->Unit(benchmark::kMillisecond)->MinWarmUpTime(0.4)->MinTime(6)->UseRealTime();
+BENCHMARK(BM_OffloadEverythingBesideSaved)
+    ->Unit(benchmark::kMillisecond)
+    ->MinWarmUpTime(0.4)
+    ->MinTime(6)
+    ->UseRealTime();
 
 }  // namespace
 

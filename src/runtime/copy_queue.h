@@ -12,8 +12,9 @@
 //   which copies the pieces it waits for itself rather than sleep;
 // - the queue's own thread, at the idle scheduling class (SCHED_IDLE): it runs only on a core that
 //   has no other thread to run, so it never preempts a kernel.
-// Pieces are copied with streaming stores (copy_queue.cpp says why). Pending copies wait in a ring of fixed capacity made with the queue (enqueue helps, then blocks,
-// while it is full), so a run's copies never allocate.
+// Pieces are copied with streaming stores (copy_queue.cpp says why). Pending copies wait in a ring
+// of fixed capacity made with the queue (enqueue helps, then blocks, while it is full), so a run's
+// copies never allocate.
 #pragma once
 
 #include <atomic>

@@ -42,12 +42,12 @@ TEST(CopyQueue, ObserversRunInTicketOrder) {
   uint64_t last = 0;
   {
     rt::CopyQueue q;
-    for (int i = 0; i < 8; ++i)
-      last = q.enqueue(b.data(), a.data(), i % 2 ? 64 : a.size(), [&](uint64_t ticket, size_t bytes, double begin, double end) {
-        EXPECT_EQ(bytes, ticket % 2 == 0 ? 64u : a.size()) << ticket;  // tickets start at 1
-        EXPECT_LE(begin, end);
-        seen.push_back(ticket);
-      });
+    auto observe = [&](uint64_t ticket, size_t bytes, double begin, double end) {
+      EXPECT_EQ(bytes, ticket % 2 == 0 ? 64u : a.size()) << ticket;  // tickets start at 1
+      EXPECT_LE(begin, end);
+      seen.push_back(ticket);
+    };
+    for (int i = 0; i < 8; ++i) last = q.enqueue(b.data(), a.data(), i % 2 ? 64 : a.size(), observe);
     q.wait(last);
     EXPECT_EQ(seen.size(), 8u);
   }
