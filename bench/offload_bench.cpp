@@ -8,8 +8,8 @@
 //   OffloadEverythingBesideSaved  the two steps alternately, one of each per iteration, so that
 //                     their ratio comes from the same seconds of a shared machine: counters
 //                     offload_ms and saved_ms (medians), ratio (the median over iterations of
-//                     offload over saved) and device_cut (the saved step's planned peak less the offloading
-//                     one's, bytes)
+//                     offload over saved) and device_cut (the saved step's planned peak less
+//                     the offloading one's, bytes)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>

@@ -21,10 +21,10 @@ namespace ferry::compiler {
 
 namespace {
 
-// Transposes read only by dot_generals go into their dimension numbers, every output gets its own
-// buffer, transfers between memory kinds become asynchronous copies, elementwise chains become fused
-// loops, the scheduler orders the rest for a low device peak, and the copies are placed around it by
-// the cost model. Buffer assignment (plan_memory, an analysis run by compile) plans the final order.
+// Names go (the policies have read them: drop_names), transposes read only by dot_generals go into
+// their dimension numbers, every output gets its own buffer, transfers between memory kinds become
+// asynchronous copies, elementwise chains become fused loops, the scheduler orders the rest for a
+// low device peak, and the copies are placed around it by the cost model. Buffer assignment (plan_memory, an analysis run by compile) plans the final order.
 std::vector<Pass> placement_passes(const CompileOptions& options) {
   std::vector<Pass> passes{
       {"drop_names", drop_names},

@@ -124,8 +124,9 @@ uint64_t CopyQueue::enqueue(void* dst, const void* src, size_t bytes, Observer o
     retire(lock);
     return ticket;
   }
-  unclaimed_.fetch_add(pieces(bytes), std::memory_order_relaxed);
-  unclaimed_pieces.fetch_add(pieces(bytes), std::memory_order_relaxed);
+  const int64_t n = pieces(bytes);
+  unclaimed_.fetch_add(n, std::memory_order_relaxed);
+  unclaimed_pieces.fetch_add(n, std::memory_order_relaxed);
   lock.unlock();
   work_.notify_one();
   return ticket;
