@@ -1,8 +1,12 @@
 // Compile time against program size: an unrolled MLP training step (loss and gradients of every
 // layer) of 10 to 1,000 layers, traced, lowered and compiled (passes, scheduling, buffer
-// assignment). Counters: equations after the passes, and seconds per equation (shown with SI
-// prefixes: "5u" is 5 microseconds).
+// assignment), and long chains of elementwise operations (10,000 and 100,000, forward and with
+// their gradient, with fusion and without). Counters: equations (after the passes for the MLP; of
+// the lowered program, before the passes, for the chains, which fuse into a few), and seconds per
+// equation (shown with SI prefixes: "5u" is 5 microseconds).
 #include <benchmark/benchmark.h>
+
+#include <algorithm>
 
 #include "ferry/ferry.h"
 #include "trace/lowered.h"
@@ -38,6 +42,47 @@ void BM_CompileUnrolledTrainingStep(benchmark::State& state) {
 }
 
 BENCHMARK(BM_CompileUnrolledTrainingStep)->Arg(10)->Arg(100)->Arg(300)->Arg(1000)->Unit(benchmark::kMillisecond);
+
+// A chain of `ops` elementwise operations on a [64] vector (sin and a scale, alternately), summed;
+// with `grad`, its value and gradient. Traced and lowered once; each iteration compiles (with or
+// without fusion). Without fusion every value is a buffer of its own, so this row times the
+// memory planner on a program with ops buffers live at once in the gradient.
+void BM_CompileChain(benchmark::State& state) {
+  const int ops = static_cast<int>(state.range(0));
+  const bool grad = state.range(1) != 0, fuse = state.range(2) != 0;
+  auto chain = [ops](fy::Tensor x) {
+    fy::Tensor h = x;
+    for (int i = 0; i < ops; ++i) h = i % 2 == 0 ? fy::sin(h) : h * 1.0001;
+    return fy::sum(h);
+  };
+  auto step = fy::jit([&](fy::Tensor x) {
+    if (!grad) return std::vector<fy::Tensor>{chain(x)};
+    auto [value, g] = fy::value_and_grad(chain)(x);
+    return std::vector<fy::Tensor>{value, g};
+  });
+  const fy::Lowered lowered = step.lower(fy::ShapeDtype{{64}});
+  const std::string text = lowered.as_text();
+  const auto equations = static_cast<double>(std::count(text.begin(), text.end(), '\n') - 2);
+  for (auto _ : state) {
+    fy::Compiled c = lowered.compile({.fuse = fuse});
+    benchmark::DoNotOptimize(c);
+  }
+  state.counters["equations"] = equations;
+  state.counters["us_per_equation"] = benchmark::Counter(
+      equations, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert, benchmark::Counter::kIs1000);
+}
+
+// Args: ops, gradient, fusion.
+BENCHMARK(BM_CompileChain)
+    ->ArgNames({"ops", "grad", "fuse"})
+    ->Args({10000, 0, 1})
+    ->Args({10000, 1, 1})
+    ->Args({100000, 0, 1})
+    ->Args({100000, 1, 1})
+    ->Args({10000, 1, 0})
+    ->Args({100000, 1, 0})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
 
 // The same step with the whole model in one checkpoint(automatic), compiled under a device limit
 // of 60% of its all-saved peak: the automatic planner's choices included (the compile driver

@@ -15,6 +15,7 @@
 
 #include "ferry/calibrate.h"
 #include "ferry/explain.h"
+#include "ferry/machine.h"
 #include "training.h"
 
 namespace ferry::tools {
@@ -42,6 +43,7 @@ void progress(int step, int steps, float loss, bool tty) {
 int run_demo(const DemoOptions& options) {
   const fm::GptConfig c{.vocab = 32, .d_model = 128, .heads = 4, .seq = 64, .batch = 8, .layers = 4};
   fmt::print("ferry demo: a GPT learns to copy\n");
+  fmt::print("machine: {}\n", ferry::machine_info().summary());
   fmt::print("model: decoder-only transformer, {} blocks as one scan, d_model {}, {} heads, sequence {}, batch {}, "
              "vocabulary {}\n",
              c.layers, c.d_model, c.heads, c.seq, c.batch, c.vocab);

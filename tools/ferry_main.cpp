@@ -133,6 +133,13 @@ int run(const std::string& path, int64_t limit, const std::string& backend) {
   return 0;
 }
 
+int info() {
+  const fy::MachineInfo m = fy::machine_info();
+  fmt::print("processor:   {}\nisa:         {}\nthreads:     {}\n{}\n", m.processor, m.isa, m.threads, m.dot_general);
+  for (const std::string& w : m.warnings) fmt::print("warning:     {}\n", w);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -148,6 +155,7 @@ int main(int argc, char** argv) {
   demo_cmd->add_option("--resume", demo_options.resume_path, "continue training from a checkpoint --save wrote");
   demo_cmd->add_flag("--print-losses", demo_options.print_losses, "print every step's loss exactly");
   app.add_subcommand("mlp", "trace, print, compile, run and train a small MLP");
+  app.add_subcommand("info", "the processor, its instruction sets, and the kernel path ferry chose for it");
   std::string path;
   auto* check_cmd = app.add_subcommand("check", "parse and verify IR text; print it canonically");
   check_cmd->add_option("file", path, "IR text file")->required();
@@ -189,6 +197,7 @@ int main(int argc, char** argv) {
     }
     if (app.got_subcommand("calibrate")) return ferry::tools::run_calibrate(calibrate_repeats);
     if (app.got_subcommand("mlp")) return run_mlp_demo_impl();
+    if (app.got_subcommand("info")) return info();
     if (app.got_subcommand("check")) return check(path);
     if (app.got_subcommand("run")) return run(path, limit, backend);
     if (app.got_subcommand("memory")) return memory(path, limit, backend);

@@ -12,6 +12,7 @@
 #include "ferry/explain.h"
 #include "ferry/gather.h"
 #include "ferry/jit.h"
+#include "ferry/machine.h"
 #include "ferry/nn.h"
 #include "ferry/optim.h"
 #include "ferry/primitive.h"

@@ -90,7 +90,17 @@ struct Group {
   std::vector<size_t> copies;   // equations of earlier groups it recomputes (duplication), in order
   bool closed = false;
   int duplicated_ops = 0;       // full-width cheap operations among `copies`
+  // The layout of the body of members and copies (value_class left empty), kept as the group
+  // grows: while a new equation leaves it as it is, only that equation is checked (Fuser::fits).
+  // `valid`: they make a valid body (a lone equation may not, e.g. one that reads only constants).
+  prims::FusedLayout layout;
+  bool valid = false;
 };
+
+// Whether equations may join a group without a full check of the grown body: they do, they do
+// not, or the layout itself may change (a value larger than the domain, or as large in another
+// shape, or a first reduction), which only a check of the whole body decides.
+enum class Fit { yes, no, unknown };
 
 // The equations a group computes, in program order (the program's order is a topological one).
 std::vector<size_t> computed(const Group& g) {
@@ -155,7 +165,13 @@ class Fuser {
       for (size_t i = 0; i < producers.size() && joined < 0; ++i)
         if (try_join(producers[i], e)) joined = producers[i];
       if (joined < 0) {
-        groups_.push_back(Group{.members = {e}, .copies = {}});
+        Group g{.members = {e}, .copies = {}};
+        // A lone equation's layout (its body may be invalid: it stays a group that duplication may
+        // still use, and is emitted as the equation it was).
+        auto layout = layout_of({e}, e);
+        if (layout) g.layout = std::move(*layout);
+        g.valid = layout.has_value();
+        groups_.push_back(std::move(g));
         joined = static_cast<int>(groups_.size() - 1);
       }
       for (ir::ValueId v : eq.outputs) group_of_value_[static_cast<size_t>(v)] = joined;
@@ -176,10 +192,30 @@ class Fuser {
     for (int g : open) members.insert(members.end(), groups_[static_cast<size_t>(g)].members.begin(),
                                       groups_[static_cast<size_t>(g)].members.end());
     std::sort(members.begin(), members.end());
-    if (!layout_of(members, e)) return -1;
+    // Open groups of one layout take e if it fits that layout; else the union is checked whole.
+    const prims::FusedLayout& first = groups_[static_cast<size_t>(open.front())].layout;
+    bool same = true;
+    for (int g : open) {
+      const Group& G = groups_[static_cast<size_t>(g)];
+      same = same && G.valid && G.layout.domain == first.domain && G.layout.reduced_axes == first.reduced_axes;
+    }
+    auto in_union = [&](size_t d) {
+      const int g = group_of_value_[static_cast<size_t>(p_.equations[d].outputs[0])];
+      return std::find(open.begin(), open.end(), g) != open.end();
+    };
+    const Fit fit = same ? fits(first, true, {e}, in_union) : Fit::unknown;
+    if (fit == Fit::no) return -1;
+    prims::FusedLayout merged = first;
+    if (fit == Fit::unknown) {
+      auto layout = layout_of(members, e);
+      if (!layout) return -1;
+      merged = std::move(*layout);
+    }
     const int into = open.front();  // the latest group
     for (int g : open) groups_[static_cast<size_t>(g)].members.clear();
     groups_[static_cast<size_t>(into)].members = std::move(members);
+    groups_[static_cast<size_t>(into)].layout = std::move(merged);
+    groups_[static_cast<size_t>(into)].valid = true;
     for (size_t m : groups_[static_cast<size_t>(into)].members)
       for (ir::ValueId v : p_.equations[m].outputs) group_of_value_[static_cast<size_t>(v)] = into;
     return into;
@@ -191,20 +227,80 @@ class Fuser {
     try {
       const std::shared_ptr<ir::Program> body = body_of(eqs, {p_.equations[e].outputs[0]}, nullptr);
       if (body->inputs.empty()) return std::nullopt;
-      return prims::fused_layout(*body);
+      prims::FusedLayout layout = prims::fused_layout(*body);
+      layout.value_class.clear();
+      return layout;
     } catch (const Error& err) {
       if (err.code() != ErrorCode::invalid_argument) throw;
       return std::nullopt;
     }
   }
 
+  // Whether the equations `adds` (and the constants and free broadcasts they would copy in) may
+  // join a body of layout `layout` whose equations are those for which `computed` holds, checking
+  // only them: while every value they add is smaller than the domain, or as large and of its
+  // shape, and they reduce the axes the body reduces, the body's layout stays the same, and so do
+  // the classes of its values (prims::fused_class); then the new equations decide alone. `reads`
+  // says whether the body reads a value from outside already.
+  template <class Computed>
+  Fit fits(const prims::FusedLayout& layout, bool reads, const std::vector<size_t>& adds, Computed computed) const {
+    const int64_t domain = num_elements(layout.domain);
+    std::vector<const ir::Equation*> eqs;
+    std::vector<ir::ValueId> todo;
+    for (size_t e : adds) {
+      eqs.push_back(&p_.equations[e]);
+      todo.insert(todo.end(), p_.equations[e].inputs.begin(), p_.equations[e].inputs.end());
+    }
+    while (!todo.empty()) {
+      const ir::ValueId v = todo.back();
+      todo.pop_back();
+      const int d = def_[static_cast<size_t>(v)];
+      if (d >= 0 && (computed(static_cast<size_t>(d)) ||
+                     std::find(adds.begin(), adds.end(), static_cast<size_t>(d)) != adds.end()))
+        continue;
+      if (d >= 0 && (is_constant(v) || is_free(v))) {  // copied in
+        eqs.push_back(&def_eq(v));
+        todo.insert(todo.end(), def_eq(v).inputs.begin(), def_eq(v).inputs.end());
+      } else {
+        reads = true;
+      }
+    }
+    auto type_of = [&](ir::ValueId v) -> const ir::Type& { return p_.type(v); };
+    for (const ir::Equation* eq : eqs) {
+      for (const std::vector<ir::ValueId>* vs : {&eq->inputs, &eq->outputs})
+        for (ir::ValueId v : *vs) {
+          const ir::Type& t = p_.type(v);
+          if (t.num_elements() > domain || (t.num_elements() == domain && t.shape != layout.domain)) return Fit::unknown;
+        }
+      if (reduction(eq->prim) &&
+          static_cast<int64_t>(std::get<ir::ReduceParams>(eq->params).axes.size()) != layout.reduced_axes)
+        return Fit::unknown;
+    }
+    if (!reads) return Fit::no;
+    try {
+      for (const ir::Equation* eq : eqs) prims::check_fused_equation(layout, *eq, type_of);
+    } catch (const Error& err) {
+      if (err.code() != ErrorCode::invalid_argument) throw;
+      return Fit::no;
+    }
+    return Fit::yes;
+  }
+
   bool try_join(int gi, size_t e) {
     Group& g = groups_[static_cast<size_t>(gi)];
     if (g.closed) return false;
-    std::vector<size_t> members = g.members;
-    members.push_back(e);
-    if (!layout_of(members, e)) return false;
-    g.members = std::move(members);
+    auto in_group = [&](size_t d) { return group_of_value_[static_cast<size_t>(p_.equations[d].outputs[0])] == gi; };
+    const Fit fit = g.valid ? fits(g.layout, true, {e}, in_group) : Fit::unknown;
+    if (fit == Fit::no) return false;
+    if (fit == Fit::unknown) {
+      std::vector<size_t> members = g.members;
+      members.push_back(e);
+      auto layout = layout_of(members, e);
+      if (!layout) return false;
+      g.layout = std::move(*layout);
+    }
+    g.members.push_back(e);
+    g.valid = true;
     return true;
   }
 
@@ -215,14 +311,23 @@ class Fuser {
                                        std::vector<ir::ValueId>* inputs_out) const {
     auto body = std::make_shared<ir::Program>();
     body->name = "fused";
-    std::vector<ir::ValueId> inner(p_.values.size(), -1);
-    std::vector<char> member_value(p_.values.size(), 0);
+    // By outer value: its value in the body (-1: none yet) and whether a member makes it; scratch
+    // of the whole program's size, made once and reset below, so a body costs its own size.
+    std::vector<ir::ValueId>& inner = inner_scratch_;
+    std::vector<char>& member_value = member_scratch_;
+    inner.resize(p_.values.size(), -1);
+    member_value.resize(p_.values.size(), 0);
+    std::vector<ir::ValueId> touched;
     for (size_t e : eqs)
-      for (ir::ValueId v : p_.equations[e].outputs) member_value[static_cast<size_t>(v)] = 1;
+      for (ir::ValueId v : p_.equations[e].outputs) {
+        member_value[static_cast<size_t>(v)] = 1;
+        touched.push_back(v);
+      }
     std::vector<ir::ValueId> outside;
     // Values from outside: constants and free broadcasts are copied in, the rest are inputs.
     std::function<void(ir::ValueId)> bring = [&](ir::ValueId v) {
       if (member_value[static_cast<size_t>(v)] || inner[static_cast<size_t>(v)] >= 0) return;
+      touched.push_back(v);
       if (is_constant(v) || is_free(v)) {
         ir::Equation c = def_eq(v);
         for (ir::ValueId& u : c.inputs) {
@@ -251,6 +356,10 @@ class Fuser {
       body->equations.push_back(std::move(eq));
     }
     for (ir::ValueId v : results) body->outputs.push_back(inner[static_cast<size_t>(v)]);
+    for (ir::ValueId v : touched) {
+      inner[static_cast<size_t>(v)] = -1;
+      member_value[static_cast<size_t>(v)] = 0;
+    }
     if (inputs_out) *inputs_out = std::move(outside);
     return body;
   }
@@ -335,13 +444,24 @@ class Fuser {
   // Returns false when the cone holds more than kMaxConeEquations (too much to recompute anyway;
   // this bounds the pass's work on long chains).
   bool cone(size_t g, ir::ValueId r, bool rows_too, std::vector<size_t>& eqs, std::vector<ir::ValueId>& leaves) const {
-    std::vector<char> seen(p_.values.size(), 0);
+    // Scratch of the program's size, made once; what this call marks is unmarked when it returns.
+    std::vector<char>& seen = member_scratch_;
+    seen.resize(p_.values.size(), 0);
+    std::vector<ir::ValueId> marked;
+    struct Unmark {
+      std::vector<char>& seen;
+      std::vector<ir::ValueId>& marked;
+      ~Unmark() {
+        for (ir::ValueId v : marked) seen[static_cast<size_t>(v)] = 0;
+      }
+    } unmark{seen, marked};
     std::vector<ir::ValueId> todo{r};  // a stack: chains may be long
     while (!todo.empty()) {
       const ir::ValueId v = todo.back();
       todo.pop_back();
       if (seen[static_cast<size_t>(v)]) continue;
       seen[static_cast<size_t>(v)] = 1;
+      marked.push_back(v);
       const int d = def_[static_cast<size_t>(v)];
       if (d < 0 || !computes(g, static_cast<size_t>(d))) {
         if (d >= 0 && is_constant(v)) continue;  // copied into the consumer
@@ -390,6 +510,7 @@ class Fuser {
       size_t group;
       std::vector<size_t> copies;
       int ops;
+      prims::FusedLayout layout;
     };
     std::vector<Plan> plans;
     for (size_t x : readers) {
@@ -404,10 +525,16 @@ class Fuser {
         plan.copies.clear();
         for (size_t e : eqs[rows_too])
           if (!computes(x, e)) plan.copies.push_back(e);
-        std::vector<size_t> all = computed(X);
-        all.insert(all.end(), plan.copies.begin(), plan.copies.end());
-        std::sort(all.begin(), all.end());
-        layout = layout_of(all, X.members.back());
+        const Fit fit =
+            X.valid ? fits(X.layout, true, plan.copies, [&](size_t d) { return computes(x, d); }) : Fit::unknown;
+        if (fit == Fit::yes) {
+          layout = X.layout;
+        } else if (fit == Fit::unknown) {
+          std::vector<size_t> all = computed(X);
+          all.insert(all.end(), plan.copies.begin(), plan.copies.end());
+          std::sort(all.begin(), all.end());
+          layout = layout_of(all, X.members.back());
+        }
         if (layout) used[rows_too] = true;
       }
       if (!layout) return false;
@@ -415,6 +542,7 @@ class Fuser {
       for (size_t e : plan.copies)
         if (!free_op(p_.equations[e].prim) && p_.type(p_.equations[e].outputs[0]).num_elements() == domain) ++plan.ops;
       if (X.duplicated_ops + plan.ops > kMaxDuplicatedOps) return false;
+      plan.layout = std::move(*layout);
       plans.push_back(std::move(plan));
     }
     const int until = last_read_[static_cast<size_t>(r)];
@@ -433,6 +561,8 @@ class Fuser {
       X.copies.insert(X.copies.end(), plan.copies.begin(), plan.copies.end());
       std::sort(X.copies.begin(), X.copies.end());
       X.duplicated_ops += plan.ops;
+      X.layout = std::move(plan.layout);
+      X.valid = true;
     }
     for (ir::ValueId l : kept) last_read_[static_cast<size_t>(l)] = std::max(last_read_[static_cast<size_t>(l)], until);
     return true;
@@ -574,6 +704,9 @@ class Fuser {
   std::vector<int> group_of_value_;  // by value: the group whose member defines it (while grouping)
   std::vector<char> free_;           // by equation: a free broadcast (is_free)
   std::vector<Group> groups_;
+  // Scratch by value for body_of and cone (all unset between calls).
+  mutable std::vector<ir::ValueId> inner_scratch_;
+  mutable std::vector<char> member_scratch_;
   // After grouping (index()):
   std::vector<int> group_of_eq_;                // by equation: the group it is a member of, or -1
   std::vector<std::vector<size_t>> copied_in_;  // by equation: the groups that recompute it

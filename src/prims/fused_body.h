@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "ir/program.h"
@@ -52,8 +53,22 @@ struct FusedLayout {
 bool fusible_primitive(Primitive p);
 
 // The layout of a body, or INVALID_ARGUMENT saying what breaks the rules above. The body must be
-// a verified program.
+// a verified program. It is fused_layout_params, then check_fused_equation for every equation, then
+// the check that the body returns values it computes.
 FusedLayout fused_layout(const ir::Program& body);
+
+// The parts of the layout that the body's values decide as a whole (domain, reduced axes, rows and
+// columns; value_class left empty), or INVALID_ARGUMENT (a value that is not f32, i32 or bool on
+// the device; reductions of different axes).
+FusedLayout fused_layout_params(const ir::Program& body);
+// The class of a value of shape s under layout l: its class if it computes there, else source.
+FusedClass fused_class(const FusedLayout& l, const Shape& s);
+// INVALID_ARGUMENT where eq breaks the rules above under layout l; every value's class is
+// fused_class of its shape. type_of gives the types of eq's values (of the body, or of the program
+// whose equations a fusion pass is grouping: the check reads types only). So a growing group need
+// only check its new equations while its layout stays the same (compiler/fuse.cpp).
+void check_fused_equation(const FusedLayout& l, const ir::Equation& eq,
+                          const std::function<const ir::Type&(ir::ValueId)>& type_of);
 
 // The inputs whose buffer a result of the same byte size may take over (buffer assignment's
 // in-place candidates): all but the sources (read anywhere). A block of rows reads full and row

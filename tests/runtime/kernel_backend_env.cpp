@@ -1,8 +1,13 @@
 // The kernel tests on a backend that cannot run here (FERRY_KERNEL_TEST_BACKEND=cuda on a machine
-// without a GPU) skip, every one, saying why, instead of failing.
+// without a GPU), or on a dot_general path this processor lacks (FERRY_DOT_PATH=amx, say), skip,
+// every one, saying why, instead of failing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "runtime/backend.h"
+#include "runtime/cpu/dot_path.h"
 #include "runtime/kernel_test_util.h"
 
 namespace ferry::kernel_test {
@@ -15,6 +20,11 @@ class KernelBackendEnvironment : public testing::Environment {
     std::string why;
     if (!runtime::backend_available(name, &why))
       GTEST_SKIP() << "kernel tests on the " << name << " backend skipped: " << why;
+    if (const char* path = std::getenv("FERRY_DOT_PATH"); path != nullptr && std::string_view(path) != "auto") {
+      const auto paths = runtime::cpu::available_dot_paths();
+      if (std::none_of(paths.begin(), paths.end(), [&](auto p) { return runtime::cpu::dot_path_name(p) == path; }))
+        GTEST_SKIP() << "kernel tests on dot path " << path << " skipped: this processor lacks it";
+    }
   }
 };
 

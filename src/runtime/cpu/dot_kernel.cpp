@@ -3,27 +3,33 @@
 // dimension numbers and the operand give them). The result is [batch..., lhs free..., rhs free...],
 // i.e. dense [B, M, N].
 //
-// f32 and f64 call OpenBLAS gemm once per batch (and block, see gemm_split). An operand is used in
-// place when its rows and its columns each flatten to one stride and one of the two is 1 (a
-// transpose flag covers [K, M] and [N, K]); batch dimensions keep their own strides. Otherwise it
-// is first packed into a dense [B, M, K] or [B, K, N] copy.
-// f16 and bf16 are widened to f32, multiplied by sgemm (accumulating in float) and rounded once.
+// Products run oneDNN's matmul (onednn_gemm.h), whose kernels follow the path dot_path.h chose from
+// the processor's features, where it has a kernel that keeps its memory in the plan: bf16 on the
+// bf16 instructions, accumulating in f32 and rounding once, and f32 products large enough for its
+// call overhead whose scratch is small (plan_onednn). The rest run OpenBLAS (openblas.h, its core
+// chosen from cpuid too): f32 and f64 as they are, f16 and bf16 widened to f32 first and rounded
+// once after. Either way one single-threaded gemm runs per batch and block (see gemm_split) on
+// ferry's pool.
+// An operand is used in place when its rows and its columns each flatten to one stride and one of
+// the two is 1 (a transpose flag covers [K, M] and [N, K]); batch dimensions keep their own
+// strides. Otherwise it is first packed into a dense [B, M, K] or [B, K, N] copy.
 // i32 (wrapping) and bool (or of ands) use a cache-blocked loop over packed operands.
 //
-// Packed copies and widened operands live in the call's workspace, which dot_general_workspace
-// declares for the types (the same decisions, made on the shapes alone).
+// Packed copies, widened operands and oneDNN's scratch memory live in the call's workspace, which
+// dot_general_workspace declares from the same plan (DotPlan: decisions made on the shapes alone).
 #include <algorithm>
 #include <climits>
 #include <cstring>
 #include <optional>
 
-#include <cblas.h>
-
 #include "prims/dot_layout.h"
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/dims.h"
+#include "runtime/cpu/dot_path.h"
 #include "runtime/cpu/dtype_dispatch.h"
 #include "runtime/cpu/kernel_groups.h"
+#include "runtime/cpu/onednn_gemm.h"
+#include "runtime/cpu/openblas.h"
 #include "runtime/cpu/parallel.h"
 #include "runtime/cpu/strided_copy.h"
 
@@ -98,49 +104,59 @@ template <class F> struct MatrixView {
   const F* matrix(int64_t i) const { return data + layout.batch_offset(i); }
 };
 
-// How an operand is read: in place (prims::matrix_layout), or (nullopt) packed first. `outer`
-// indexes the matrix rows as the gemm sees them (M for lhs, K for rhs), `inner` the columns.
-template <class F>
-std::optional<MatrixView<F>> direct_view(const F* data, const Shape& shape, const Dims64& batch, const Dims64& outer,
-                                         const Dims64& inner, int64_t, int64_t) {
-  const auto layout = prims::matrix_layout(shape, batch, outer, inner);
-  if (!layout) return std::nullopt;
-  return MatrixView<F>{data, *layout};
+// How one operand is read: `outer` indexes the matrix rows as the gemm sees them (M for lhs, K for
+// rhs), `inner` the columns.
+struct Operand {
+  const Shape* shape;
+  const Dims64* batch;
+  const Dims64* outer;
+  const Dims64* inner;
+  int64_t rows, cols;
+};
+
+Operand lhs_operand(const Problem& p, const Shape& s) { return {&s, &p.lhs.batch, &p.lhs.free, &p.lhs.contracting, p.M, p.K}; }
+Operand rhs_operand(const Problem& p, const Shape& s) { return {&s, &p.rhs.batch, &p.rhs.contracting, &p.rhs.free, p.K, p.N}; }
+
+// The layout in place (prims::matrix_layout), or nullopt where the operand must be packed.
+std::optional<prims::MatrixLayout> in_place(const Operand& o) {
+  return prims::matrix_layout(*o.shape, *o.batch, *o.outer, *o.inner);
 }
 
-// The operand in place, or packed into dense [batch, rows, cols] in the workspace.
-template <class F>
-MatrixView<F> view_or_pack(const F* data, const Shape& shape, const Dims64& batch, const Dims64& outer,
-                           const Dims64& inner, int64_t rows, int64_t cols, Workspace& workspace) {
-  if (auto view = direct_view(data, shape, batch, outer, inner, rows, cols)) return *view;
+// The layout of the operand packed into dense [batch, rows, cols].
+prims::MatrixLayout packed_layout(const Operand& o) {
+  prims::MatrixLayout l;
+  const int64_t n = num_elements(*o.shape);
+  l.batch_rank = 1;
+  l.batch_sizes[0] = std::max<int64_t>(1, n / std::max<int64_t>(1, o.rows * o.cols));
+  l.batch_strides[0] = o.rows * o.cols;
+  l.ld = std::max<int64_t>(1, o.cols);
+  return l;
+}
+
+// Whether each matrix of a layout is one dense block (rows after rows, or columns after columns),
+// as oneDNN's brgemm kernels need.
+bool dense(const prims::MatrixLayout& l, int64_t rows, int64_t cols) {
+  return l.ld == std::max<int64_t>(1, l.transposed ? rows : cols);
+}
+
+// The operand in place, or (`pack`) copied into dense [batch, rows, cols] in the workspace.
+template <class F> MatrixView<F> view_or_pack(const F* data, const Operand& o, bool pack, Workspace& workspace) {
+  if (!pack) return MatrixView<F>{data, *in_place(o)};
+  const Shape& shape = *o.shape;
   Dims64 strides(shape.size());
   dense_strides(shape, strides);
-  Dims64 order = batch;
-  for (int64_t d : outer) order.push_back(d);
-  for (int64_t d : inner) order.push_back(d);
+  Dims64 order = *o.batch;
+  for (int64_t d : *o.outer) order.push_back(d);
+  for (int64_t d : *o.inner) order.push_back(d);
   Dims64 sizes(order.size()), src(order.size()), dst(order.size());
-  int64_t n = 1;
   for (size_t k = 0; k < order.size(); ++k) {
     sizes[k] = shape[static_cast<size_t>(order[k])];
     src[k] = strides[static_cast<size_t>(order[k])];
-    n *= sizes[k];
   }
   dense_strides(sizes, dst);
-  F* packed = workspace.take<F>(n);
+  F* packed = workspace.take<F>(num_elements(shape));
   strided_copy(sizeof(F), sizes, packed, dst, data, src);
-  MatrixView<F> view{packed, {}};
-  view.layout.batch_rank = 1;
-  view.layout.batch_sizes[0] = std::max<int64_t>(1, n / std::max<int64_t>(1, rows * cols));
-  view.layout.batch_strides[0] = rows * cols;
-  view.layout.ld = std::max<int64_t>(1, cols);
-  return view;
-}
-
-// The workspace view_or_pack takes for an operand of this shape.
-template <class F>
-void add_packing(WorkspaceSize& size, const Shape& shape, const Dims64& batch, const Dims64& outer, const Dims64& inner,
-                 int64_t rows, int64_t cols) {
-  if (!direct_view<F>(nullptr, shape, batch, outer, inner, rows, cols)) size.add<F>(num_elements(shape));
+  return MatrixView<F>{packed, packed_layout(o)};
 }
 
 // How one gemm of M x N x K is cut into single-threaded gemms on the pool: along M (each block
@@ -154,53 +170,184 @@ struct GemmSplit {
   int64_t blocks = 1;
 };
 
-GemmSplit gemm_split(int64_t M, int64_t N, int64_t K) {
+GemmSplit gemm_split(int64_t M, int64_t N, int64_t K, bool m_only) {
   constexpr int64_t kMinFlops = int64_t{32} << 20, kMaxBlocks = 4, kMinSide = 32;
-  const bool along_n = N > M;
+  const bool along_n = !m_only && N > M;
   const int64_t side = along_n ? N : M;
   const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   const auto by_work = static_cast<int64_t>(std::min(flops / kMinFlops, static_cast<double>(kMaxBlocks)));
   return {along_n, std::clamp<int64_t>(std::min(by_work, side / kMinSide), 1, kMaxBlocks)};
 }
 
+// Calls of one prepared gemm that may run at once, each with its own scratch memory (the
+// workspace holds one scratch per lane). Fixed, not the thread count, so that the plan does not
+// depend on FERRY_NUM_THREADS; more threads than lanes share them.
+constexpr int64_t kScratchLanes = 8;
+// The smallest f32 product oneDNN takes (see plan_onednn).
+constexpr double kMinOneDnnFlops = 2.0 * 1024 * 1024;
+
+// How a product runs, decided on the shapes alone, so that the kernel and its workspace
+// declaration agree.
+struct DotPlan {
+  DType gemm_type = DType::f32;  // what the gemms multiply: the operands' type, or f32 where widened
+  bool widened = false;          // a half type widened to f32 first
+  bool onednn = false;           // else OpenBLAS (f32, f64)
+  bool pack_lhs = false, pack_rhs = false;
+  GemmSplit split;
+  int64_t small_side = 0;            // the blocks' sizes are small_side and small_side + 1
+  const PreparedGemm* gemm[2] = {};  // oneDNN's product for each block size
+  int64_t scratch = 0;               // bytes of scratch per lane
+  int64_t lanes = 1;
+};
+
+// oneDNN for the product in `type`, or false where it has no kernel that keeps its memory in the
+// plan, or (f32) where OpenBLAS serves better. Its brgemm kernels need each matrix dense, so the product is cut along M only (a block of
+// rows of C and of op(A) is dense where op(A) is stored untransposed). Half types are packed dense
+// where they are not (a copy of the operand in its own type costs less than widening all three to
+// f32); f32 is not (OpenBLAS reads any strides as fast).
+bool plan_onednn(DotPlan& d, const Problem& p, DType type, const Operand& lhs, const Operand& rhs) {
+  const auto a_in = in_place(lhs), b_in = in_place(rhs);
+  d.split = gemm_split(p.M, p.N, p.K, /*m_only=*/true);
+  const bool a_ok = a_in && dense(*a_in, p.M, p.K) && (!a_in->transposed || d.split.blocks == 1);
+  const bool b_ok = b_in && dense(*b_in, p.K, p.N);
+  if (type == DType::f32 && (!a_ok || !b_ok)) return false;
+  // Cutting along M only must not cost the parallelism a cut along N would give.
+  if (type == DType::f32 && d.split.blocks < gemm_split(p.M, p.N, p.K, false).blocks) return false;
+  d.pack_lhs = !a_ok;
+  d.pack_rhs = !b_ok;
+  const prims::MatrixLayout a = a_ok ? *a_in : packed_layout(lhs), b = b_ok ? *b_in : packed_layout(rhs);
+  d.small_side = p.M / d.split.blocks;
+  d.scratch = 0;
+  for (int64_t blk = 0; blk < d.split.blocks; ++blk) {
+    const int64_t block = p.M * (blk + 1) / d.split.blocks - p.M * blk / d.split.blocks;
+    const PreparedGemm*& g = d.gemm[block - d.small_side];
+    if (g) continue;
+    g = prepare_gemm({.dtype = type, .m = block, .n = p.N, .k = p.K, .trans_a = a.transposed, .trans_b = b.transposed,
+                      .lda = a.ld, .ldb = b.ld, .ldc = p.N});
+    if (!g) return false;
+    d.scratch = std::max(d.scratch, gemm_scratch_bytes(*g));
+  }
+  d.lanes = std::min(p.B * d.split.blocks, kScratchLanes);
+  // f32 products have a second engine as fast (OpenBLAS, with its core chosen from cpuid) that
+  // needs no scratch and costs less per call: oneDNN takes the product where it is big enough for
+  // its call overhead (measured: a 16x32x64 product ran at a third of OpenBLAS's rate) and its
+  // scratch is small beside the operands (it reaches 650 KiB for a transposed lhs).
+  if (type == DType::f32) {
+    const double flops = 2.0 * static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K);
+    const int64_t operands = (p.M * p.K + p.K * p.N + p.M * p.N) * p.B * 4;
+    if (flops * static_cast<double>(p.B) < kMinOneDnnFlops || d.scratch * d.lanes * 32 > operands) return false;
+  }
+  d.gemm_type = type;
+  d.onednn = true;
+  return true;
+}
+
+DotPlan plan_of(const Problem& p, DType type, const Shape& ls, const Shape& rs) {
+  const Operand lhs = lhs_operand(p, ls), rhs = rhs_operand(p, rs);
+  DotPlan d;
+  if (type != DType::f64 && plan_onednn(d, p, type, lhs, rhs)) return d;
+  d = DotPlan{};
+  d.widened = (type == DType::f16 || type == DType::bf16);
+  if (d.widened && plan_onednn(d, p, DType::f32, lhs, rhs)) {
+    d.widened = true;
+    return d;
+  }
+  // OpenBLAS: any strides in place, cut along M or N.
+  d = DotPlan{};
+  d.widened = (type == DType::f16 || type == DType::bf16);
+  d.gemm_type = type == DType::f64 ? DType::f64 : DType::f32;
+  d.split = gemm_split(p.M, p.N, p.K, false);
+  d.pack_lhs = !in_place(lhs);
+  d.pack_rhs = !in_place(rhs);
+  return d;
+}
+
+// One (batch, block) piece of the product: where op(A), op(B) and C start, and its m and n.
+template <class F> struct Piece {
+  const F* a;
+  const F* b;
+  F* c;
+  int64_t m, n;
+};
+
 template <class F>
-void gemm(const Problem& p, const F* lhs, const Shape& ls, const F* rhs, const Shape& rs, F* out, Workspace& workspace) {
-  const auto a = view_or_pack(lhs, ls, p.lhs.batch, p.lhs.free, p.lhs.contracting, p.M, p.K, workspace);
-  const auto b = view_or_pack(rhs, rs, p.rhs.batch, p.rhs.contracting, p.rhs.free, p.K, p.N, workspace);
-  const auto ta = a.transposed() ? CblasTrans : CblasNoTrans;
-  const auto tb = b.transposed() ? CblasTrans : CblasNoTrans;
-  num_threads();  // makes the pool before the first BLAS call: that turns OpenBLAS's threads off
+Piece<F> piece(const Problem& p, const GemmSplit& split, const MatrixView<F>& a, const MatrixView<F>& b, F* out,
+               int64_t t) {
+  const int64_t side = split.along_n ? p.N : p.M;
+  const int64_t i = t / split.blocks, blk = t % split.blocks;
+  const int64_t s0 = side * blk / split.blocks, s1 = side * (blk + 1) / split.blocks;
+  Piece<F> x{a.matrix(i), b.matrix(i), out + i * p.M * p.N, p.M, p.N};
+  if (split.along_n) {  // columns s0..s1 of op(B) and of C
+    x.b += b.transposed() ? s0 * b.ld() : s0;
+    x.c += s0;
+    x.n = s1 - s0;
+  } else {  // rows s0..s1 of op(A) and of C
+    x.a += a.transposed() ? s0 : s0 * a.ld();
+    x.c += s0 * p.N;
+    x.m = s1 - s0;
+  }
+  return x;
+}
+
+// The workspace scratch the plan's lanes take (after any packing).
+int64_t scratch_take(const DotPlan& d) { return d.onednn && d.scratch > 0 ? Workspace::piece(d.scratch) * d.lanes : 0; }
+
+template <class F>
+void onednn_gemms(const Problem& p, const DotPlan& d, const MatrixView<F>& a, const MatrixView<F>& b, F* out,
+                  Workspace& workspace) {
+  const int64_t tasks = p.B * d.split.blocks;
+  char* scratch = scratch_take(d) > 0 ? workspace.take<char>(scratch_take(d)) : nullptr;
+  const int64_t lane_bytes = Workspace::piece(d.scratch);
+  // Lane l runs pieces l, l + lanes, ...: each lane's scratch serves one call at a time.
+  parallel_for(d.lanes, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t lane = begin; lane < end; ++lane)
+      for (int64_t t = lane; t < tasks; t += d.lanes) {
+        const Piece<F> x = piece(p, d.split, a, b, out, t);
+        run_gemm(*d.gemm[x.m - d.small_side], x.a, x.b, x.c, scratch ? scratch + lane * lane_bytes : nullptr);
+      }
+  });
+}
+
+// One single-threaded OpenBLAS gemm per (batch, block), run on the pool.
+template <class F>
+void openblas_gemms(const Problem& p, const DotPlan& d, const MatrixView<F>& a, const MatrixView<F>& b, F* out) {
+  const int ta = a.transposed() ? kCblasTrans : kCblasNoTrans;
+  const int tb = b.transposed() ? kCblasTrans : kCblasNoTrans;
+  const OpenBlas& blas = openblas();
   for (int64_t v : {p.M, p.N, p.K, a.ld(), b.ld()})
     if (v > INT_MAX)  // OpenBLAS takes 32-bit sizes
       throw Error(ErrorCode::unimplemented,
                   fmt::format("dot_general: a matrix dimension of {} exceeds the CPU backend's BLAS limit", v));
-  // One single-threaded gemm per (batch, block), run on the pool: OpenBLAS's own threads are off
-  // (parallel.cpp).
-  const GemmSplit split = gemm_split(p.M, p.N, p.K);
-  const int64_t side = split.along_n ? p.N : p.M;
-  parallel_for(p.B * split.blocks, 1, [&](int64_t begin, int64_t end) {
+  parallel_for(p.B * d.split.blocks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
-      const int64_t i = t / split.blocks, blk = t % split.blocks;
-      const int64_t s0 = side * blk / split.blocks, s1 = side * (blk + 1) / split.blocks;
-      const F* ai = a.matrix(i);
-      const F* bi = b.matrix(i);
-      F* ci = out + i * p.M * p.N;
-      int m = static_cast<int>(p.M), n = static_cast<int>(p.N);
-      if (split.along_n) {  // columns s0..s1 of op(B) and of C
-        bi += b.transposed() ? s0 * b.ld() : s0;
-        ci += s0;
-        n = static_cast<int>(s1 - s0);
-      } else {  // rows s0..s1 of op(A) and of C
-        ai += a.transposed() ? s0 : s0 * a.ld();
-        ci += s0 * p.N;
-        m = static_cast<int>(s1 - s0);
-      }
+      const Piece<F> x = piece(p, d.split, a, b, out, t);
+      const int m = static_cast<int>(x.m), n = static_cast<int>(x.n);
       if constexpr (std::is_same_v<F, float>)
-        cblas_sgemm(CblasRowMajor, ta, tb, m, n, p.K, 1.0f, ai, a.ld(), bi, b.ld(), 0.0f, ci, p.N);
+        blas.sgemm(kCblasRowMajor, ta, tb, m, n, p.K, 1.0f, x.a, a.ld(), x.b, b.ld(), 0.0f, x.c, p.N);
+      else if constexpr (std::is_same_v<F, double>)
+        blas.dgemm(kCblasRowMajor, ta, tb, m, n, p.K, 1.0, x.a, a.ld(), x.b, b.ld(), 0.0, x.c, p.N);
       else
-        cblas_dgemm(CblasRowMajor, ta, tb, m, n, p.K, 1.0, ai, a.ld(), bi, b.ld(), 0.0, ci, p.N);
+        throw Error(ErrorCode::internal, "dot_general: a half-precision product for OpenBLAS was not widened");
     }
   });
+}
+
+template <class F>
+void gemm(const Problem& p, const DotPlan& d, const F* lhs, const Shape& ls, const F* rhs, const Shape& rs, F* out,
+          Workspace& workspace) {
+  const auto a = view_or_pack(lhs, lhs_operand(p, ls), d.pack_lhs, workspace);
+  const auto b = view_or_pack(rhs, rhs_operand(p, rs), d.pack_rhs, workspace);
+  if (d.onednn) onednn_gemms(p, d, a, b, out, workspace);
+  else openblas_gemms(p, d, a, b, out);
+}
+
+// The workspace a plan's gemm takes: packed operands (in the type multiplied), then scratch.
+int64_t gemm_workspace(const DotPlan& d, const Shape& ls, const Shape& rs) {
+  WorkspaceSize size;
+  const int64_t item = static_cast<int64_t>(dtype_size(d.gemm_type));
+  if (d.pack_lhs) size.bytes += Workspace::piece(num_elements(ls) * item);
+  if (d.pack_rhs) size.bytes += Workspace::piece(num_elements(rs) * item);
+  return size.bytes + scratch_take(d);
 }
 
 // i32 (wrapping) and bool (or of ands; T is uint8_t for bool). For each panel of kBlockK rows and
@@ -211,8 +358,9 @@ void loop_dot(const Problem& p, const T* lhs, const Shape& ls, const T* rhs, con
               Workspace& workspace) {
   constexpr bool kBool = std::is_same_v<T, uint8_t>;
   using U = std::conditional_t<kBool, uint8_t, uint32_t>;  // unsigned: wraps without UB
-  const auto a = view_or_pack(lhs, ls, p.lhs.batch, p.lhs.free, p.lhs.contracting, p.M, p.K, workspace);
-  const auto b = view_or_pack(rhs, rs, p.rhs.batch, p.rhs.contracting, p.rhs.free, p.K, p.N, workspace);
+  const Operand lo = lhs_operand(p, ls), ro = rhs_operand(p, rs);
+  const auto a = view_or_pack(lhs, lo, !in_place(lo), workspace);
+  const auto b = view_or_pack(rhs, ro, !in_place(ro), workspace);
   constexpr int64_t kBlockN = 256, kBlockK = 32;
   std::fill_n(out, p.B * p.M * p.N, T(0));
   const int64_t b_row = b.transposed() ? 1 : b.ld(), b_col = b.transposed() ? b.ld() : 1;  // strides of op(B)
@@ -252,8 +400,8 @@ template <class H> float* widen(const H* x, int64_t n, Workspace& workspace) {
   return f;
 }
 
-// The element type the matrix product runs in: f16 and bf16 widen to float, bool is a byte.
-template <class T> using gemm_t = std::conditional_t<is_half_v<T>, float, std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>>;
+// The element type the matrix product runs in for a loop: bool is a byte.
+template <class T> using loop_t = std::conditional_t<std::is_same_v<T, bool>, uint8_t, T>;
 
 }  // namespace
 
@@ -274,16 +422,21 @@ void dot_general_kernel(const ir::Equation& eq, std::span<const ConstView> input
     const T* l = inputs[0].as<T>();
     const T* r = inputs[1].as<T>();
     T* o = outputs[0].as<T>();
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      gemm(p, l, lt.shape, r, rt.shape, o, workspace);
-    } else if constexpr (is_half_v<T>) {
-      const float* lf = widen(l, lt.num_elements(), workspace);
-      const float* rf = widen(r, rt.num_elements(), workspace);
-      float* of = workspace.take<float>(ot.num_elements());
-      gemm(p, lf, lt.shape, rf, rt.shape, of, workspace);
-      parallel_for(ot.num_elements(), kGrainElements, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) o[i] = store<T>(of[i]);
-      });
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || is_half_v<T>) {
+      const DotPlan d = plan_of(p, ot.dtype, lt.shape, rt.shape);
+      if constexpr (is_half_v<T>) {
+        if (d.widened) {
+          const float* lf = widen(l, lt.num_elements(), workspace);
+          const float* rf = widen(r, rt.num_elements(), workspace);
+          float* of = workspace.take<float>(ot.num_elements());
+          gemm(p, d, lf, lt.shape, rf, rt.shape, of, workspace);
+          parallel_for(ot.num_elements(), kGrainElements, [&](int64_t b, int64_t e) {
+            for (int64_t i = b; i < e; ++i) o[i] = store<T>(of[i]);
+          });
+          return;
+        }
+      }
+      gemm(p, d, l, lt.shape, r, rt.shape, o, workspace);
     } else if constexpr (std::is_same_v<T, bool>) {
       loop_dot(p, inputs[0].as<uint8_t>(), lt.shape, inputs[1].as<uint8_t>(), rt.shape, outputs[0].as<uint8_t>(),
                workspace);
@@ -298,17 +451,22 @@ int64_t dot_general_workspace(const ir::Equation& eq, std::span<const ir::Type* 
   if (inputs.size() != 2 || outputs.size() != 1) kernel_bug(eq, "expects two operands and one result");
   const ir::Type &lt = *inputs[0], &rt = *inputs[1], &ot = *outputs[0];
   const Problem p = problem_of(eq, lt, rt, ot);
-  WorkspaceSize size;
   if (ot.num_elements() == 0 || p.K == 0) return 0;
+  WorkspaceSize size;
   visit_dtype(ot.dtype, [&]<class T>(TypeTag<T>) {
-    using F = gemm_t<T>;
-    if constexpr (is_half_v<T>) {
-      size.add<float>(lt.num_elements());
-      size.add<float>(rt.num_elements());
-      size.add<float>(ot.num_elements());
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || is_half_v<T>) {
+      const DotPlan d = plan_of(p, ot.dtype, lt.shape, rt.shape);
+      if (d.widened) {
+        size.add<float>(lt.num_elements());
+        size.add<float>(rt.num_elements());
+        size.add<float>(ot.num_elements());
+      }
+      size.bytes += gemm_workspace(d, lt.shape, rt.shape);
+    } else {
+      const Operand lo = lhs_operand(p, lt.shape), ro = rhs_operand(p, rt.shape);
+      if (!in_place(lo)) size.add<loop_t<T>>(lt.num_elements());
+      if (!in_place(ro)) size.add<loop_t<T>>(rt.num_elements());
     }
-    add_packing<F>(size, lt.shape, p.lhs.batch, p.lhs.free, p.lhs.contracting, p.M, p.K);
-    add_packing<F>(size, rt.shape, p.rhs.batch, p.rhs.contracting, p.rhs.free, p.K, p.N);
   });
   return size.bytes;
 }

@@ -48,7 +48,7 @@
 
 #include <sched.h>
 
-#include <cblas.h>
+#include "runtime/cpu/onednn_gemm.h"
 
 namespace ferry::runtime::cpu {
 namespace {
@@ -131,7 +131,6 @@ struct Job {
 class Pool {
  public:
   explicit Pool(int threads) : threads_(threads) {
-    openblas_set_num_threads(1);
     jobs_.reserve(256);  // nesting depth times callers; growing later would allocate inside a kernel
     workers_.reserve(static_cast<size_t>(threads - 1));
     for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
@@ -185,6 +184,9 @@ class Pool {
   }
 
   void worker_loop() {
+    // The per-thread state of the libraries the kernels call, made now rather than inside a run
+    // (a kernel allocates nothing outside the plan; tests/heap).
+    prepare_kernel_thread();
     std::unique_lock lock(mutex_);
     while (true) {
       Job* job = nullptr;
