@@ -1,5 +1,6 @@
 #include "compiler/memory_plan.h"
 
+#include "compiler/pack_buffers.h"
 #include "prims/fused_body.h"
 #include "prims/registry.h"
 
@@ -24,41 +25,12 @@ std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
 
 namespace {
 
-// Offsets for the buffers `order` lists, placed in that order, each at the smallest gap that fits
-// among the buffers already placed that are live at the same time (else above them all). Returns
-// the arena size.
-int64_t pack_in_order(std::vector<Buffer>& buffers, const std::vector<size_t>& order) {
-  std::vector<size_t> placed;
-  std::vector<std::pair<int64_t, int64_t>> busy;
-  int64_t arena = 0;
-  for (size_t i : order) {
-    Buffer& b = buffers[i];
-    busy.clear();
-    for (size_t j : placed) {
-      const Buffer& p = buffers[j];
-      if (p.start <= b.end && b.start <= p.end && p.size > 0) busy.emplace_back(p.offset, p.offset + p.size);
-    }
-    std::sort(busy.begin(), busy.end());
-    int64_t best = -1, best_gap = std::numeric_limits<int64_t>::max(), frontier = 0;
-    for (auto [lo, hi] : busy) {
-      int64_t gap = lo - frontier;
-      if (gap >= b.size && gap < best_gap) {
-        best = frontier;
-        best_gap = gap;
-      }
-      frontier = std::max(frontier, hi);
-    }
-    b.offset = best >= 0 ? best : frontier;
-    arena = std::max(arena, b.offset + b.size);
-    placed.push_back(i);
-  }
-  return arena;
-}
-
-// Packs every buffer of one kind into its arena. Best fit depends on the order buffers are placed
-// in, and no one order wins on every program: largest first suits buffers of mixed sizes, first
-// born first suits the stack-like lifetimes of a forward and backward pass. Both are tried and the
-// smaller arena is kept.
+// Packs every buffer of one kind into its arena (pack_buffers.h). Best fit depends on the order
+// buffers are placed in, and no one order wins on every program: largest first suits buffers of
+// mixed sizes, first born first suits the stack-like lifetimes of a forward and backward pass.
+// Both are tried and the smaller arena is kept; largest first only while the pairs of buffers live
+// at once are few enough to look at (kMaxOverlapPairs: a 100,000-op chain's gradient without fusion
+// has billions), so that planning stays near-linear in the program.
 int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
   std::vector<size_t> by_size;
   for (size_t i = 0; i < buffers.size(); ++i)
@@ -72,13 +44,18 @@ int64_t pack(std::vector<Buffer>& buffers, MemoryKind kind) {
     if (buffers[a].start != buffers[b].start) return buffers[a].start < buffers[b].start;
     return buffers[a].size > buffers[b].size;
   });
-  int64_t arena = pack_in_order(buffers, by_size);
-  std::vector<int64_t> offsets;
-  for (size_t i : by_size) offsets.push_back(buffers[i].offset);
-  int64_t other = pack_in_order(buffers, by_start);
-  if (other < arena) return other;
-  for (size_t k = 0; k < by_size.size(); ++k) buffers[by_size[k]].offset = offsets[k];
-  return arena;
+  std::vector<PackItem> items(buffers.size());
+  for (size_t i : by_start) items[i] = {buffers[i].size, buffers[i].start, buffers[i].end, 0};
+  int64_t arena = std::numeric_limits<int64_t>::max();
+  std::vector<PackItem> largest_first;
+  if (overlapping_pairs(items, by_size) <= kMaxOverlapPairs) {
+    largest_first = items;
+    arena = pack_in_any_order(largest_first, by_size);
+  }
+  const int64_t other = pack_by_start(items, by_start);
+  const std::vector<PackItem>& chosen = other < arena ? items : largest_first;
+  for (size_t i : by_start) buffers[i].offset = chosen[i].offset;
+  return std::min(arena, other);
 }
 
 }  // namespace

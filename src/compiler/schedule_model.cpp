@@ -36,8 +36,10 @@ ScheduleModel build_schedule_model(const ir::Program& p, const MemoryPlan& plan)
       auto u = static_cast<size_t>(v);
       int pe = producer[u];
       if (pe >= 0 && std::find(me.preds.begin(), me.preds.end(), pe) == me.preds.end()) me.preds.push_back(pe);
+      // Readers are added equation by equation, so e is already there only as the last one (a
+      // value read by many equations, a constant say, is never searched whole).
       std::vector<int>& readers = m.values[u].readers;
-      if (std::find(readers.begin(), readers.end(), static_cast<int>(e)) == readers.end()) {
+      if (readers.empty() || readers.back() != static_cast<int>(e)) {
         readers.push_back(static_cast<int>(e));
         if (m.values[u].bytes > 0) me.reads.push_back(v);
       }

@@ -20,6 +20,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <queue>
 #include <unordered_map>
 
 #include "prims/fused_body.h"
@@ -247,18 +248,17 @@ std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
   for (ir::ValueId v : r->result) last[static_cast<size_t>(root[static_cast<size_t>(v)])] = n;
   std::array<std::vector<int>, 3> free_slots;
   std::array<int, 3> count{0, 0, 0};
-  std::vector<std::pair<int, ir::ValueId>> holding;  // (last use, root) of slots in use
+  // (last use, root) of slots in use, the soonest to die on top. (The slots a step frees may be
+  // reused in any order: the count of each width, all the plan sees, is the most values of that
+  // width alive at once.)
+  using Held = std::pair<int, ir::ValueId>;
+  std::priority_queue<Held, std::vector<Held>, std::greater<>> holding;
   std::vector<int> slot_of(nv_all, -1);
   for (int i = 0; i < n; ++i) {
-    for (size_t h = 0; h < holding.size();) {  // free the slots whose values died before step i
-      if (holding[h].first < i) {
-        ir::ValueId v = holding[h].second;
-        free_slots[static_cast<size_t>(W(v))].push_back(slot_of[static_cast<size_t>(v)]);
-        holding[h] = holding.back();
-        holding.pop_back();
-      } else {
-        ++h;
-      }
+    while (!holding.empty() && holding.top().first < i) {  // free the slots whose values died before step i
+      const ir::ValueId v = holding.top().second;
+      free_slots[static_cast<size_t>(W(v))].push_back(slot_of[static_cast<size_t>(v)]);
+      holding.pop();
     }
     for (const ir::ValueId out : {r->steps[static_cast<size_t>(i)].out, r->steps[static_cast<size_t>(i)].out2}) {
       if (out < 0 || root[static_cast<size_t>(out)] != out) continue;
@@ -272,7 +272,7 @@ std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
       }
       slot_of[static_cast<size_t>(out)] = slot;
       // A value nothing reads (dead code the pass left) still gets a slot, freed once the step has run.
-      holding.emplace_back(std::max(last[static_cast<size_t>(out)], i), out);
+      holding.emplace(std::max(last[static_cast<size_t>(out)], i), out);
     }
   }
   r->full_slots = count[static_cast<size_t>(Width::full)];
