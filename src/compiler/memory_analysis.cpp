@@ -70,6 +70,10 @@ std::string largest_at_peak(const ir::Program& p, const MemoryPlan& plan, size_t
   int t = plan.peak_position[kind_index(MemoryKind::device)];
   for (size_t i = 0; i < live.size() && i < max_buffers; ++i) out += sep + describe(p, *live[i], prod, t);
   if (live.size() > max_buffers) out += sep + fmt::format("... and {} smaller", live.size() - max_buffers);
+  // An empty list would read as a report cut short: say what the peak is made of instead.
+  if (live.empty())
+    out += sep + "none: the peak is the arguments and outputs alone, with no temporary live; only smaller (or donated) "
+                 "arguments or outputs lower it";
   return out;
 }
 
