@@ -16,6 +16,7 @@
 #include "io/atomic_file.h"
 #include "ir/type.h"
 #include "io/safetensors_header.h"
+#include "ir/echo.h"
 
 namespace ferry {
 namespace {
@@ -28,7 +29,7 @@ Array on_host(const Array& a) { return a.backend() == "cpu" ? a : a.to_backend("
 void check_bools(const Array& a, const std::string& name) {
   if (int64_t i = ir::first_non_bool(a.data(), a.size()); i >= 0)
     throw Error(ErrorCode::invalid_argument,
-                fmt::format("safetensors: bool tensor '{}' holds the byte {} at element {}; bools are 0 or 1", name,
+                fmt::format("safetensors: bool tensor '{}' holds the byte {} at element {}; bools are 0 or 1", ir::echo(name),
                             static_cast<const unsigned char*>(a.data())[i], i));
 }
 
@@ -162,10 +163,15 @@ NamedArrays load(const std::string& path, MemoryKind kind) {
   OpenFile f = open_checked(path);
   NamedArrays out;
   for (const io::TensorEntry& e : f.header.tensors) {
-    Array a = Array::allocate(e.dtype, e.shape, kind);
+    Array a;
+    try {
+      a = Array::allocate(e.dtype, e.shape, kind);
+    } catch (const Error& error) {  // memory it cannot have: say which tensor of which file wants it
+      throw Error(error.code(), fmt::format("load: tensor '{}' of {}: {}", ir::echo(e.name), path, error.message()));
+    }
     f.in.seekg(static_cast<std::streamoff>(f.data_start + e.begin));
     if (e.end > e.begin && !f.in.read(static_cast<char*>(a.mutable_data()), static_cast<std::streamsize>(e.end - e.begin)))
-      io_error(fmt::format("load: cannot read tensor '{}' of", e.name), path);
+      io_error(fmt::format("load: cannot read tensor '{}' of", ir::echo(e.name)), path);
     if (e.dtype == DType::boolean) check_bools(a, e.name);
     out.emplace(e.name, std::move(a));
   }

@@ -38,9 +38,9 @@ struct Site {
 
 class Verifier {
  public:
-  // `where` is "program 'main'" or the path to a subprogram; `in_checkpoint`, whether p is a
-  // checkpoint's body or a body inside one (where a policy's decisions are read).
-  void program(const Program& p, const std::string& where, bool in_checkpoint = false) {
+  // `where` is "program 'main'" or the path to a subprogram; `top_level`, whether p is the program
+  // verify() was given rather than a body.
+  void program(const Program& p, const std::string& where, bool top_level = false) {
     auto [it, inserted] = state_.try_emplace(&p, State::in_progress);
     if (!inserted) {
       if (it->second == State::in_progress) Site{where}.fail("contains itself as a subprogram");
@@ -56,7 +56,7 @@ class Verifier {
       check_id(p, p.inputs[i], site, "input", i);
       define(defined, p.inputs[i], site, "input", i);
     }
-    for (size_t i = 0; i < p.equations.size(); ++i) equation(p, i, defined, where, in_checkpoint);
+    for (size_t i = 0; i < p.equations.size(); ++i) equation(p, i, defined, where, top_level);
     copy_pairs(p, where);
     for (size_t i = 0; i < p.outputs.size(); ++i) {
       ValueId v = p.outputs[i];
@@ -120,7 +120,7 @@ class Verifier {
   }
 
   void equation(const Program& p, size_t index, std::vector<bool>& defined, const std::string& where,
-                bool in_checkpoint) {
+                bool top_level) {
     const Equation& eq = p.equations[index];
     if (static_cast<int>(eq.prim) >= kNumPrimitives)
       Site{where}.fail(fmt::format("equation {}: unknown primitive #{}", index, static_cast<int>(eq.prim)));
@@ -135,15 +135,10 @@ class Verifier {
       in.push_back(p.type(v));
     }
 
-    // The bodies a checkpoint's policy annotates (checkpoint.cpp's annotate): its own, and the
-    // scan, cond and custom_vjp bodies inside it.
-    const bool annotated = eq.prim == Primitive::checkpoint ||
-                           (in_checkpoint && (eq.prim == Primitive::scan || eq.prim == Primitive::cond ||
-                                              eq.prim == Primitive::custom_vjp));
     for (size_t s = 0; s < eq.subprograms.size(); ++s) {
       const Program* sub = eq.subprograms[s].get();
       if (sub == nullptr) site.fail(fmt::format("subprogram {} is null", s));
-      program(*sub, fmt::format("{}: subprogram {}: program '{}'", site.str(), s, echo(sub->name)), annotated);
+      program(*sub, fmt::format("{}: subprogram {}: program '{}'", site.str(), s, echo(sub->name)));
     }
 
     std::vector<Type> expected;
@@ -164,7 +159,7 @@ class Verifier {
       define(defined, v, site, "output", i);
       types_match = types_match && p.type(v) == expected[i];
     }
-    annotations(p, eq, site, in_checkpoint);
+    annotations(p, eq, site, top_level);
     if (!types_match) {
       std::vector<Type> declared;
       for (ValueId v : eq.outputs) declared.push_back(p.type(v));
@@ -174,12 +169,15 @@ class Verifier {
   }
 
   // A decision the policy path would refuse, or one nothing reads, is refused here too: silently
-  // ignored, it would look like a plan the program does not have.
-  static void annotations(const Program& p, const Equation& eq, const Site& site, bool in_checkpoint) {
+  // ignored, it would look like a plan the program does not have. Differentiation reads decisions
+  // from the bodies it partitions (a checkpoint's, the scan, cond and custom_vjp bodies inside one,
+  // and what their VJPs make of those), never from the top-level program's own equations.
+  static void annotations(const Program& p, const Equation& eq, const Site& site, bool top_level) {
     const RematDecision& d = eq.decision;
-    if (d.kind != RematDecision::Kind::none && !in_checkpoint)
+    if (d.kind != RematDecision::Kind::none && top_level)
       site.fail("carries a checkpoint policy's decision (!save, !recompute, !offload or !automatic), which only an "
-                "equation inside a checkpoint body can have: differentiating the checkpoint is what reads it");
+                "equation in a body (a checkpoint's, or a scan, cond or custom_vjp body inside one) can have: "
+                "differentiating the checkpoint reads it, and nothing reads it on the top-level program");
     if (d.kind == RematDecision::Kind::offload)
       for (size_t i = 0; i < eq.outputs.size(); ++i)
         if (MemoryKind k = p.type(eq.outputs[i]).kind; k != d.src)
@@ -197,11 +195,7 @@ class Verifier {
 
 void verify(const Program& p) {
   const std::string where = fmt::format("program '{}'", echo(p.name));
-  Verifier().program(p, where);
-  // After the structure is known sound (a program that contains itself is refused above): text
-  // nested deeper than this does not parse back.
-  if (int depth = nesting_depth(p); depth > kMaxNesting)
-    Site{where}.fail(fmt::format("subprograms are nested {} levels deep, more than {} (ferry's limit)", depth, kMaxNesting));
+  Verifier().program(p, where, /*top_level=*/true);
 }
 
 }  // namespace ferry::ir
