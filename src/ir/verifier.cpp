@@ -14,7 +14,9 @@ namespace ferry::ir {
 namespace {
 
 std::string type_list(const std::vector<Type>& types) {
-  return "(" + echo_list(types.size(), [&](size_t i) { return to_string(types[i]); }) + ")";
+  std::string out = "(";
+  out += echo_list(types.size(), [&](size_t i) { return to_string(types[i]); });
+  return out + ")";
 }
 
 // Where a problem is: the program (with the path of subprograms that leads to it) and, inside an
