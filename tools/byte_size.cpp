@@ -14,11 +14,13 @@
 namespace ferry::tools {
 
 int64_t parse_byte_size(const std::string& text, const std::string& what) {
+  // The text as messages echo it: bounded, however long the argument.
+  const std::string shown = text.size() > 40 ? text.substr(0, 40) + "..." : text;
   auto bad = [&] {
     return Error(ErrorCode::invalid_argument,
                  fmt::format("{} must be a number of bytes, optionally with a unit (e.g. 67108864, 64MiB, 1.5GiB), "
                              "got \"{}\"",
-                             what, text));
+                             what, shown));
   };
   // strtod alone would accept "inf", "nan" and hexadecimal: only digits and one point are numbers here.
   size_t end = 0;
@@ -32,7 +34,7 @@ int64_t parse_byte_size(const std::string& text, const std::string& what) {
   if (!digits) throw bad();
   auto too_large = [&] {
     return Error(ErrorCode::invalid_argument,
-                 fmt::format("{} is too large: \"{}\" is more than 2^63 - 1 bytes", what, text));
+                 fmt::format("{} is too large: \"{}\" is more than 2^63 - 1 bytes", what, shown));
   };
   // The whole part exactly (a double would round a count above 2^53), checked for ERANGE; the
   // fraction as a double, which only ever adds less than one unit.

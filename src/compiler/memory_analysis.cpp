@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "ferry/error.h"
+#include "ir/echo.h"
 #include "ir/printer.h"
 
 namespace ferry::compiler {
@@ -42,7 +43,7 @@ std::string describe(const ir::Program& p, const Buffer& b, const std::vector<in
   int e = prod[static_cast<size_t>(v)];
   if (e < 0) return fmt::format("{} {}", what, human_bytes(b.size));
   const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
-  std::string source = eq.name.empty() ? "" : fmt::format(" \"{}\"", eq.name);
+  std::string source = eq.name.empty() ? "" : fmt::format(" \"{}\"", ir::echo(eq.name));  // text may name it at length
   return fmt::format("{} {}, {}{}", what, human_bytes(b.size), label(e), source);
 }
 
