@@ -46,7 +46,8 @@ struct EquationData;  // the primitive, parameters, name and types of one equati
 // What a policy sees: one equation of the checkpointed function (scan bodies included). An Equation
 // is a value that owns what it exposes (a copy of the equation's primitive, parameters, name and
 // types), so a policy may keep the Equations it is given and read them after lowering; copies
-// share the data.
+// share the data. (A value rather than a view that is valid only during the call: a policy is user
+// code, and a kept view would read freed memory in every build, not only where a check catches it.)
 class Equation {
  public:
   explicit Equation(std::shared_ptr<const detail::EquationData> data) : data_(std::move(data)) {}
