@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "io/atomic_file.h"
-#include "ir/type.h"
 #include "io/safetensors_header.h"
 #include "ir/echo.h"
+#include "ir/type.h"
 
 namespace ferry {
 namespace {

@@ -1,6 +1,6 @@
 // checkpoint's front end: trace the function once, record the policy's decision on every equation
 // of its body (scan bodies included, nested checkpoints keeping their own), bind one checkpoint
-// equation. Also the Equation view policies see, and checkpoint_name.
+// equation. Also the Equation values policies see, and checkpoint_name.
 #include <fmt/format.h>
 
 #include "ferry/checkpoint.h"
