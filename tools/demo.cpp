@@ -16,6 +16,7 @@
 #include "ferry/calibrate.h"
 #include "ferry/explain.h"
 #include "ferry/machine.h"
+#include "ferry/safetensors.h"
 #include "training.h"
 
 namespace ferry::tools {
@@ -41,6 +42,9 @@ void progress(int step, int steps, float loss, bool tty) {
 }  // namespace
 
 int run_demo(const DemoOptions& options) {
+  // Before any work: a --save that cannot be written would otherwise fail after the last step and
+  // lose the training.
+  if (!options.save_path.empty()) check_save_path(options.save_path);
   const fm::GptConfig c{.vocab = 32, .d_model = 128, .heads = 4, .seq = 64, .batch = 8, .layers = 4};
   fmt::print("ferry demo: a GPT learns to copy\n");
   fmt::print("machine: {}\n", ferry::machine_info().summary());

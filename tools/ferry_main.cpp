@@ -1,12 +1,14 @@
 // The ferry command: `ferry demo` traces, lowers, compiles and runs a built-in model and trains it
 // for a few steps; `ferry explain` compares checkpoint policies on a built-in model before anything
 // runs; `ferry calibrate` measures the cost model's rates; `ferry check` and `ferry run` read IR text.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <iostream>
-#include <sstream>
+#include <cstring>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -78,33 +80,55 @@ int run_mlp_demo_impl() {
   return 0;
 }
 
+// IR text larger than this is refused before it is read (a 100,000-equation program is ~10 MB).
+constexpr int64_t kMaxIrFileBytes = int64_t{256} << 20;
+
+// A regular file of at most kMaxIrFileBytes: a folder would read as empty text, and /dev/zero or a
+// FIFO would be read forever (or wait for a writer: hence O_NONBLOCK, which a regular file ignores).
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw fy::Error(fy::ErrorCode::invalid_argument, fmt::format("cannot read {}", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto refuse = [&](const std::string& why) {
+    return fy::Error(fy::ErrorCode::invalid_argument, fmt::format("cannot read {}: {}", path, why));
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw refuse(std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw refuse(std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) throw refuse("it is a folder; give a file of IR text");
+  if (!S_ISREG(st.st_mode)) throw refuse("it is not a regular file (a device, FIFO or socket); give a file of IR text");
+  if (st.st_size > kMaxIrFileBytes)
+    throw refuse(fmt::format("it has {} bytes, more than the {} an IR text file may have", st.st_size, kMaxIrFileBytes));
+  std::string text;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw refuse(std::strerror(errno));
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+    // The file may grow while it is read.
+    if (static_cast<int64_t>(text.size()) > kMaxIrFileBytes)
+      throw refuse(fmt::format("it has more than the {} bytes an IR text file may have", kMaxIrFileBytes));
+  }
+  return text;
 }
 
-// The device limit: --device-memory-limit, else FERRY_DEVICE_MEMORY_LIMIT, else none.
-fy::CompileOptions compile_options(int64_t flag_limit, const std::string& backend) {
+// The device limit: --device-memory-limit, else FERRY_DEVICE_MEMORY_LIMIT, else none; in bytes or
+// with a unit (64MiB, 1.5GiB) either way, as explain --limit takes it.
+fy::CompileOptions compile_options(const std::string& flag_limit, const std::string& backend) {
   fy::CompileOptions options;
   options.backend = backend;
-  options.device_memory_limit = flag_limit;
-  if (flag_limit == 0)
-    if (const char* env = std::getenv("FERRY_DEVICE_MEMORY_LIMIT")) {
-      char* end = nullptr;
-      long long v = std::strtoll(env, &end, 10);
-      if (end == env || *end != '\0' || v < 0)
-        throw fy::Error(fy::ErrorCode::invalid_argument,
-                        fmt::format("FERRY_DEVICE_MEMORY_LIMIT must be a number of bytes, got \"{}\"", env));
-      options.device_memory_limit = v;
-    }
+  options.device_memory_limit = ferry::tools::parse_byte_size(flag_limit, "--device-memory-limit");
+  if (options.device_memory_limit == 0)
+    options.device_memory_limit = ferry::tools::byte_size_from_environment("FERRY_DEVICE_MEMORY_LIMIT");
   return options;
 }
 
 // The compiled program first: the report names its equations by the %ids printed there.
-int memory(const std::string& path, int64_t limit, const std::string& backend) {
+int memory(const std::string& path, const std::string& limit, const std::string& backend) {
   fy::Compiled compiled = fy::parse_program(read_file(path)).compile(compile_options(limit, backend));
   fmt::print("== the compiled program ==\n{}\n{}", compiled.as_text(), compiled.memory_report());
   return 0;
@@ -116,7 +140,7 @@ int check(const std::string& path) {
   return 0;
 }
 
-int run(const std::string& path, int64_t limit, const std::string& backend) {
+int run(const std::string& path, const std::string& limit, const std::string& backend) {
   fy::Lowered lowered = fy::parse_program(read_file(path));
   fy::Compiled compiled = lowered.compile(compile_options(limit, backend));
   // Every input filled with ones of its type, in its memory kind, on the backend.
@@ -158,17 +182,17 @@ int main(int argc, char** argv) {
   app.add_subcommand("info", "the processor, its instruction sets, and the kernel path ferry chose for it");
   std::string path;
   auto* check_cmd = app.add_subcommand("check", "parse and verify IR text; print it canonically");
-  check_cmd->add_option("file", path, "IR text file")->required();
-  int64_t limit = 0;
+  check_cmd->add_option("file", path, "IR text file (a regular file of at most 256 MiB)")->required();
+  std::string limit = "0";
   auto* run_cmd = app.add_subcommand("run", "compile IR text and run it with every input filled with ones");
-  run_cmd->add_option("file", path, "IR text file")->required();
+  run_cmd->add_option("file", path, "IR text file (a regular file of at most 256 MiB)")->required();
   auto* memory_cmd = app.add_subcommand("memory", "compile IR text and print its memory plan");
-  memory_cmd->add_option("file", path, "IR text file")->required();
+  memory_cmd->add_option("file", path, "IR text file (a regular file of at most 256 MiB)")->required();
   std::string backend = "cpu";
   for (auto* cmd : {run_cmd, memory_cmd}) {
     cmd->add_option("--device-memory-limit", limit,
-                    "device bytes the plan may use (0: none, or on a GPU its free memory; default from "
-                    "FERRY_DEVICE_MEMORY_LIMIT)");
+                    "device memory the plan may use, in bytes or with a unit, e.g. 67108864 or 64MiB (0: none, or "
+                    "on a GPU its free memory; default from FERRY_DEVICE_MEMORY_LIMIT, which takes the same)");
     cmd->add_option("--backend", backend,
                     fmt::format("where the program runs: {}", fmt::join(fy::built_backends(), " or ")));
   }

@@ -6,11 +6,15 @@
 #   fuzz  the libFuzzer targets (clang, ASan + UBSan), corpus-driven, FERRY_FUZZ_SECONDS each
 #         (default 60) (build-fuzz/); a crash leaves its input in build-fuzz/artifacts/.
 #         FERRY_FUZZ_TARGETS="safetensors_fuzzer" (say) runs only those targets.
-# Usage: tools/sanitize.sh [asan] [tsan] [fuzz]   (no argument: all three). Any report fails it.
+#   valgrind  the cases that once read memory they should not (issue 32: Array::to_string with room
+#         for one element or none read one past the end; Equations a policy kept read a freed
+#         program), under valgrind's memcheck without instrumentation (build-valgrind/). The asan
+#         stage runs them too, as part of the suite.
+# Usage: tools/sanitize.sh [asan] [tsan] [fuzz] [valgrind]   (no argument: all four). Any report fails it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stages=("$@")
-((${#stages[@]})) || stages=(asan tsan fuzz)
+((${#stages[@]})) || stages=(asan tsan fuzz valgrind)
 jobs=2
 fuzz_seconds=${FERRY_FUZZ_SECONDS:-60}
 
@@ -87,7 +91,16 @@ for stage in "${stages[@]}"; do
         fi
       done
       ;;
-    *) echo "usage: $0 [asan] [tsan] [fuzz]" >&2; exit 2 ;;
+    valgrind)
+      echo "== valgrind memcheck: Array::to_string and the Equations a policy keeps"
+      cmake -S . -B build-valgrind "${common[@]}" >/dev/null
+      cmake --build build-valgrind -j "$jobs" --target ferry_runtime_tests ferry_transforms_tests
+      memcheck=(valgrind --error-exitcode=1 --errors-for-leak-kinds=definite --leak-check=full --quiet)
+      "${memcheck[@]}" build-valgrind/tests/ferry_runtime_tests --gtest_filter='Array.*'
+      "${memcheck[@]}" build-valgrind/tests/ferry_transforms_tests \
+        --gtest_filter='Checkpoint.EquationsAPolicyKeepsStayValidAfterLowering:Checkpoint.ErrorsAreInvalidArgument'
+      ;;
+    *) echo "usage: $0 [asan] [tsan] [fuzz] [valgrind]" >&2; exit 2 ;;
   esac
 done
 echo "sanitize: all clean"

@@ -32,7 +32,9 @@ class Array {
   }
   // A rank-0 array.
   template <class T> static Array scalar(T value) { return from(std::vector<T>{value}, {}); }
-  // Arrays made here live on the "cpu" backend; to_backend() copies one to another backend.
+  // Arrays made here live on the "cpu" backend; to_backend() copies one to another backend. Every
+  // byte of a bool array must be 0 or 1 (INVALID_ARGUMENT otherwise, as load() refuses such a file):
+  // another byte is data of another type, and ops would disagree on what it means.
   static Array from_bytes(const void* data, size_t bytes, DType dtype, Shape shape,
                           MemoryKind kind = MemoryKind::device);
   // Zero-filled storage of the given type.
@@ -80,10 +82,11 @@ class Array {
       return std::vector<T>(p, p + size());
     }
   }
-  // "f32[2,2]{device} [[1, 2], [3, 4]]"; long arrays are elided in the middle.
+  // "f32[2,2]{device} [[1, 2], [3, 4]]"; arrays of more than max_elements are elided in the middle
+  // ("[1, 2, ..., 9]", "[...]" when max_elements is 0).
   std::string to_string(int64_t max_elements = 64) const;
 
-  // Same bytes and type.
+  // Same bytes and type. A donated array (either one) is INVALID_ARGUMENT: it has no bytes to compare.
   bool equals(const Array& other) const;
 
  private:
@@ -108,6 +111,8 @@ class Array {
 // progress (each memory kind's resource counts what it hands out and gets back).
 int64_t bytes_in_use(MemoryKind kind);
 
+// Every element `value`. An i32 value must be a whole number in its range and a bool 0 or 1, as for
+// the traced constant (INVALID_ARGUMENT otherwise: NaN or 2.5 has no i32 or bool to become).
 Array full(const Shape& shape, double value, DType dtype = DType::f32, MemoryKind kind = MemoryKind::device);
 Array ones(const Shape& shape, DType dtype = DType::f32, MemoryKind kind = MemoryKind::device);
 Array zeros(const Shape& shape, DType dtype = DType::f32, MemoryKind kind = MemoryKind::device);

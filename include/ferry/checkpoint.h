@@ -39,10 +39,18 @@ struct Offloadable {
 struct Automatic {};
 using Decision = std::variant<Saveable, Recompute, Offloadable, Automatic>;
 
-// What a policy sees: one equation of the checkpointed function (scan bodies included).
+namespace detail {
+struct EquationData;  // the primitive, parameters, name and types of one equation (checkpoint.cpp)
+}
+
+// What a policy sees: one equation of the checkpointed function (scan bodies included). An Equation
+// is a value that owns what it exposes (a copy of the equation's primitive, parameters, name and
+// types), so a policy may keep the Equations it is given and read them after lowering; copies
+// share the data. (A value rather than a view that is valid only during the call: a policy is user
+// code, and a kept view would read freed memory in every build, not only where a check catches it.)
 class Equation {
  public:
-  Equation(const void* equation, const void* program) : eq_(equation), program_(program) {}
+  explicit Equation(std::shared_ptr<const detail::EquationData> data) : data_(std::move(data)) {}
   Primitive primitive() const;
   // dot_general's dimension numbers; INVALID_ARGUMENT for any other primitive.
   DotDims dot_dims() const;
@@ -54,8 +62,7 @@ class Equation {
   std::string params_text() const;
 
  private:
-  const void* eq_;
-  const void* program_;
+  std::shared_ptr<const detail::EquationData> data_;
 };
 
 // A policy: any callable Decision(const Equation&), with a name for printed programs.

@@ -51,6 +51,11 @@ struct JitOptions {
   // of the same type whose computation no longer needs the argument is written into its buffer
   // (alias_size_in_bytes). A donated Array is consumed by the call: reading it or passing it again
   // afterwards is INVALID_ARGUMENT, and a donated buffer no output reuses is freed when the call returns.
+  // Donation takes effect only once the run can no longer fail for a reason the caller could fix:
+  // a call that fails before it runs (tracing or compiling it, an argument of the wrong type, memory
+  // it cannot get: RESOURCE_EXHAUSTED) leaves every argument intact and usable, so the call can be
+  // retried with the same arrays. Only a failure while the program runs (a ferry or device fault)
+  // leaves a donated array consumed.
   std::vector<int> donate_argnums;
   // How calls on Arrays compile, and how many compiled programs (argument signatures) they keep.
   CompileOptions compile = {};

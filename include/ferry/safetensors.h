@@ -37,10 +37,15 @@ using NamedArrays = std::map<std::string, Array>;
 // The file's "__metadata__": free-form strings (e.g. {"step": "300"}).
 using Metadata = std::map<std::string, std::string>;
 
-// Writes `arrays` to `path`. The file is written beside `path` under a temporary name and renamed
-// over it at the end, so an interrupted save never leaves a half-written checkpoint behind. Names
-// must be non-empty and not "__metadata__"; a donated array is INVALID_ARGUMENT.
+// Writes `arrays` to `path`. The file is written beside `path` under a temporary name of its own
+// (one per call, so concurrent saves to one path do not collide), synced to disk and renamed over
+// `path` at the end: a reader, an interrupted save or a power loss sees the old checkpoint or the
+// new one, never a part of either. Names must be non-empty and not "__metadata__"; a donated array
+// is INVALID_ARGUMENT naming it.
 void save(const std::string& path, const NamedArrays& arrays, const Metadata& metadata = {});
+// INVALID_ARGUMENT unless save(path, ...) could write now: the folder exists and takes a new file,
+// and `path` is not a folder. Check before a long run whose result is to be saved.
+void check_save_path(const std::string& path);
 
 // Reads every tensor of the file at `path` into new Arrays of memory kind `kind`.
 NamedArrays load(const std::string& path, MemoryKind kind = MemoryKind::device);

@@ -55,7 +55,8 @@ template <class A, class B> struct result_parts<std::tuple<A, B>> {
 
 }  // namespace detail
 
-// length: the number of steps; -1 takes it from xs (required when xs is none).
+// length: the number of steps; -1 takes it from xs (required when xs is none; any other negative
+// length is INVALID_ARGUMENT).
 template <class F, class C, class X>
 auto scan(F f, const C& init, const X& xs, int64_t length = -1, bool reverse = false) {
   using R = std::decay_t<std::invoke_result_t<F, const C&, const X&>>;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "ferry/error.h"
+#include "ir/echo.h"
 #include "ir/printer.h"
 
 namespace ferry::compiler {
@@ -42,7 +43,7 @@ std::string describe(const ir::Program& p, const Buffer& b, const std::vector<in
   int e = prod[static_cast<size_t>(v)];
   if (e < 0) return fmt::format("{} {}", what, human_bytes(b.size));
   const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
-  std::string source = eq.name.empty() ? "" : fmt::format(" \"{}\"", eq.name);
+  std::string source = eq.name.empty() ? "" : fmt::format(" \"{}\"", ir::echo(eq.name));  // text may name it at length
   return fmt::format("{} {}, {}{}", what, human_bytes(b.size), label(e), source);
 }
 
@@ -70,6 +71,10 @@ std::string largest_at_peak(const ir::Program& p, const MemoryPlan& plan, size_t
   int t = plan.peak_position[kind_index(MemoryKind::device)];
   for (size_t i = 0; i < live.size() && i < max_buffers; ++i) out += sep + describe(p, *live[i], prod, t);
   if (live.size() > max_buffers) out += sep + fmt::format("... and {} smaller", live.size() - max_buffers);
+  // An empty list would read as a report cut short: say what the peak is made of instead.
+  if (live.empty())
+    out += sep + "none: the peak is the arguments and outputs alone, with no temporary live; only smaller (or donated) "
+                 "arguments or outputs lower it";
   return out;
 }
 

@@ -3,11 +3,8 @@
 // against the file's size first, then each tensor read straight into its Array).
 #include "ferry/safetensors.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,7 +12,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "io/atomic_file.h"
 #include "io/safetensors_header.h"
+#include "ir/echo.h"
+#include "ir/type.h"
 
 namespace ferry {
 namespace {
@@ -26,12 +26,10 @@ using json = nlohmann::json;
 Array on_host(const Array& a) { return a.backend() == "cpu" ? a : a.to_backend("cpu"); }
 
 void check_bools(const Array& a, const std::string& name) {
-  const auto* p = static_cast<const unsigned char*>(a.data());
-  for (int64_t i = 0; i < a.size(); ++i)
-    if (p[i] > 1)
-      throw Error(ErrorCode::invalid_argument,
-                  fmt::format("safetensors: bool tensor '{}' holds the byte {} at element {}; bools are 0 or 1", name,
-                              static_cast<int>(p[i]), i));
+  if (int64_t i = ir::first_non_bool(a.data(), a.size()); i >= 0)
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("safetensors: bool tensor '{}' holds the byte {} at element {}; bools are 0 or 1", ir::echo(name),
+                            static_cast<const unsigned char*>(a.data())[i], i));
 }
 
 // The header (padded with spaces to a multiple of 8 bytes) and the order the tensors' bytes follow it.
@@ -44,7 +42,11 @@ std::pair<std::string, std::vector<const NamedArrays::value_type*>> layout(const
       throw Error(ErrorCode::invalid_argument, "save: \"__metadata__\" is reserved for the metadata, not an array name");
     if (!entry.second.defined())
       throw Error(ErrorCode::invalid_argument, fmt::format("save: array '{}' is an empty Array", entry.first));
-    (void)entry.second.data();  // INVALID_ARGUMENT for a donated array, before anything is written
+    if (entry.second.is_deleted())  // before anything is written
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("save: array '{}' ({}) was donated to a compiled call (donate_argnums); its buffer now "
+                              "belongs to that call's output, so save that output instead",
+                              entry.first, type_string(entry.second.dtype(), entry.second.shape())));
     order.push_back(&entry);
   }
   std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
@@ -140,41 +142,35 @@ NamedArrays from_safetensors(std::string_view bytes, MemoryKind kind, Metadata* 
 
 void save(const std::string& path, const NamedArrays& arrays, const Metadata& metadata) {
   auto [header, order] = layout(arrays, metadata);
-  // Written under a temporary name in the same directory, then renamed: a crash mid-save leaves the
-  // previous checkpoint intact, and rename within a file system is atomic.
-  const std::string tmp = fmt::format("{}.tmp-{}", path, static_cast<long>(getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) io_error("save: cannot create", tmp);
-    std::string prefix = length_prefix(header.size());
-    out.write(prefix.data(), 8);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    for (const auto* entry : order) {
-      const Array a = on_host(entry->second);
-      out.write(static_cast<const char*>(a.data()), static_cast<std::streamsize>(a.nbytes()));
-    }
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      io_error("save: cannot write", tmp);
-    }
+  // Written under a temporary name of its own in the same folder, then renamed over the path: a
+  // crash mid-save leaves the previous checkpoint intact, concurrent saves of one path never write
+  // into one file, and a reader sees one whole checkpoint or another.
+  io::AtomicFile file(path, "save");
+  const std::string prefix = length_prefix(header.size());
+  file.write(prefix.data(), prefix.size());
+  file.write(header.data(), header.size());
+  for (const auto* entry : order) {
+    const Array a = on_host(entry->second);
+    file.write(a.data(), a.nbytes());
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int saved = errno;
-    std::remove(tmp.c_str());
-    errno = saved;
-    io_error("save: cannot rename the written file to", path);
-  }
+  file.commit();
 }
+
+void check_save_path(const std::string& path) { io::check_writable(path, "save"); }
 
 NamedArrays load(const std::string& path, MemoryKind kind) {
   OpenFile f = open_checked(path);
   NamedArrays out;
   for (const io::TensorEntry& e : f.header.tensors) {
-    Array a = Array::allocate(e.dtype, e.shape, kind);
+    Array a;
+    try {
+      a = Array::allocate(e.dtype, e.shape, kind);
+    } catch (const Error& error) {  // memory it cannot have: say which tensor of which file wants it
+      throw Error(error.code(), fmt::format("load: tensor '{}' of {}: {}", ir::echo(e.name), path, error.message()));
+    }
     f.in.seekg(static_cast<std::streamoff>(f.data_start + e.begin));
     if (e.end > e.begin && !f.in.read(static_cast<char*>(a.mutable_data()), static_cast<std::streamsize>(e.end - e.begin)))
-      io_error(fmt::format("load: cannot read tensor '{}' of", e.name), path);
+      io_error(fmt::format("load: cannot read tensor '{}' of", ir::echo(e.name)), path);
     if (e.dtype == DType::boolean) check_bools(a, e.name);
     out.emplace(e.name, std::move(a));
   }

@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "ferry/error.h"
+#include "ir/echo.h"
+#include "ir/limits.h"
 #include "ir/type.h"
 
 namespace ferry::io {
@@ -38,57 +40,54 @@ DType parse_dtype(const std::string& name, const std::string& tensor) {
       throw Error(ErrorCode::unimplemented,
                   fmt::format("safetensors: tensor '{}' has dtype {}, which ferry does not have (it reads BOOL, BF16, "
                               "F16, F32, F64 and I32)",
-                              tensor, name));
-  bad(fmt::format("tensor '{}' has an unknown dtype '{}'", tensor, name));
+                              ir::echo(tensor), ir::echo(name)));
+  bad(fmt::format("tensor '{}' has an unknown dtype '{}'", ir::echo(tensor), ir::echo(name)));
 }
 
 uint64_t unsigned_of(const json& v, const std::string& what) {
-  if (!v.is_number_unsigned()) bad(fmt::format("{} must be a non-negative integer, got {}", what, v.dump()));
+  if (!v.is_number_unsigned()) bad(fmt::format("{} must be a non-negative integer, got {}", what, ir::echo(v.dump())));
   return v.get<uint64_t>();
 }
 
 TensorEntry parse_entry(const std::string& name, const json& info) {
-  if (!info.is_object()) bad(fmt::format("tensor '{}' must be an object with dtype, shape and data_offsets", name));
+  if (!info.is_object()) bad(fmt::format("tensor '{}' must be an object with dtype, shape and data_offsets", ir::echo(name)));
   TensorEntry e;
   e.name = name;
   for (const char* field : {"dtype", "shape", "data_offsets"})
-    if (!info.contains(field)) bad(fmt::format("tensor '{}' has no \"{}\"", name, field));
+    if (!info.contains(field)) bad(fmt::format("tensor '{}' has no \"{}\"", ir::echo(name), field));
   const json& dtype = info["dtype"];
-  if (!dtype.is_string()) bad(fmt::format("tensor '{}': dtype must be a string, got {}", name, dtype.dump()));
+  if (!dtype.is_string()) bad(fmt::format("tensor '{}': dtype must be a string, got {}", ir::echo(name), ir::echo(dtype.dump())));
   e.dtype = parse_dtype(dtype.get<std::string>(), name);
   const json& shape = info["shape"];
-  if (!shape.is_array()) bad(fmt::format("tensor '{}': shape must be an array, got {}", name, shape.dump()));
+  if (!shape.is_array()) bad(fmt::format("tensor '{}': shape must be an array, got {}", ir::echo(name), ir::echo(shape.dump())));
   if (shape.size() > static_cast<size_t>(ir::kMaxRank))
-    bad(fmt::format("tensor '{}' has {} dimensions; ferry arrays have at most {}", name, shape.size(), ir::kMaxRank));
-  // Elements in 128 bits' worth of care: the product of hostile dimensions overflows 64 bits.
-  uint64_t elements = 1;
-  bool overflow = false;
+    bad(fmt::format("tensor '{}' has {} dimensions; ferry arrays have at most {}", ir::echo(name), shape.size(), ir::kMaxRank));
   for (const json& d : shape) {
-    uint64_t n = unsigned_of(d, fmt::format("tensor '{}': a dimension", name));
-    if (n > static_cast<uint64_t>(INT64_MAX)) overflow = true;
-    e.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(n, INT64_MAX)));
-    if (__builtin_mul_overflow(elements, n, &elements)) overflow = true;
+    uint64_t n = unsigned_of(d, fmt::format("tensor '{}': a dimension", ir::echo(name)));
+    e.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(n, INT64_MAX)));  // INT64_MAX is too large anyway
   }
+  // The rule Array and the tracer apply (ir/limits.h), before anything is allocated: a shape such as
+  // [2^62, 0] holds no bytes but is no array ferry can make.
+  if (std::string problem = ir::size_problem(e.dtype, e.shape); !problem.empty())
+    bad(fmt::format("tensor '{}': shape {} {}", ir::echo(name), ir::echo(shape.dump()), problem));
   const json& offsets = info["data_offsets"];
   if (!offsets.is_array() || offsets.size() != 2)
-    bad(fmt::format("tensor '{}': data_offsets must be [begin, end], got {}", name, offsets.dump()));
-  e.begin = unsigned_of(offsets[0], fmt::format("tensor '{}': data_offsets[0]", name));
-  e.end = unsigned_of(offsets[1], fmt::format("tensor '{}': data_offsets[1]", name));
-  if (e.end < e.begin) bad(fmt::format("tensor '{}': data_offsets [{}, {}] end before they begin", name, e.begin, e.end));
-  uint64_t bytes = 0;
-  if (overflow || __builtin_mul_overflow(elements, dtype_size(e.dtype), &bytes))
-    bad(fmt::format("tensor '{}': shape {} is too large", name, shape.dump()));
+    bad(fmt::format("tensor '{}': data_offsets must be [begin, end], got {}", ir::echo(name), ir::echo(offsets.dump())));
+  e.begin = unsigned_of(offsets[0], fmt::format("tensor '{}': data_offsets[0]", ir::echo(name)));
+  e.end = unsigned_of(offsets[1], fmt::format("tensor '{}': data_offsets[1]", ir::echo(name)));
+  if (e.end < e.begin) bad(fmt::format("tensor '{}': data_offsets [{}, {}] end before they begin", ir::echo(name), e.begin, e.end));
+  const auto bytes = static_cast<uint64_t>(num_elements(e.shape)) * dtype_size(e.dtype);  // at most 2^62
   if (bytes != e.end - e.begin)
-    bad(fmt::format("tensor '{}': {}{} needs {} bytes but data_offsets [{}, {}] hold {}", name, dtype_name(e.dtype),
+    bad(fmt::format("tensor '{}': {}{} needs {} bytes but data_offsets [{}, {}] hold {}", ir::echo(name), dtype_name(e.dtype),
                     shape_string(e.shape), bytes, e.begin, e.end, e.end - e.begin));
   return e;
 }
 
 Metadata parse_metadata(const json& m) {
-  if (!m.is_object()) bad("__metadata__ must be an object of strings, got " + m.dump());
+  if (!m.is_object()) bad("__metadata__ must be an object of strings, got " + ir::echo(m.dump()));
   Metadata out;
   for (const auto& [k, v] : m.items()) {
-    if (!v.is_string()) bad(fmt::format("__metadata__ value '{}' must be a string, got {}", k, v.dump()));
+    if (!v.is_string()) bad(fmt::format("__metadata__ value '{}' must be a string, got {}", ir::echo(k), ir::echo(v.dump())));
     out[k] = v.get<std::string>();
   }
   return out;
@@ -110,7 +109,7 @@ json parse_json(std::string_view text) {
         break;
       case json::parse_event_t::key:
         if (!keys.empty() && !keys.back().insert(parsed.get<std::string>()).second)
-          bad(fmt::format("the key \"{}\" appears twice in one object", parsed.get<std::string>()));
+          bad(fmt::format("the key \"{}\" appears twice in one object", ir::echo(parsed.get<std::string>())));
         break;
       default: break;
     }
@@ -156,9 +155,10 @@ Header parse_header(std::string_view text, uint64_t data_bytes) {
   const TensorEntry* previous = nullptr;
   for (const TensorEntry* e : order) {
     if (e->begin < at)
-      bad(fmt::format("tensors '{}' and '{}' overlap (bytes [{}, {}) and [{}, {}))", previous->name, e->name,
+      bad(fmt::format("tensors '{}' and '{}' overlap (bytes [{}, {}) and [{}, {}))", ir::echo(previous->name), ir::echo(e->name),
                       previous->begin, previous->end, e->begin, e->end));
-    if (e->begin > at) bad(fmt::format("bytes [{}, {}) before tensor '{}' belong to no tensor", at, e->begin, e->name));
+    if (e->begin > at)
+      bad(fmt::format("bytes [{}, {}) before tensor '{}' belong to no tensor", at, e->begin, ir::echo(e->name)));
     at = e->end;
     previous = e;
   }

@@ -9,15 +9,14 @@
 #include <fmt/format.h>
 
 #include "ferry/error.h"
+#include "ir/echo.h"
+#include "ir/limits.h"
 #include "ir/params_text.h"
 #include "prims/registry.h"
 
 namespace ferry::ir {
 namespace {
 
-constexpr int kMaxNesting = 64;                    // subprogram levels below the top program
-constexpr int64_t kMaxTypeBytes = int64_t{1} << 62;  // larger types would overflow size arithmetic
-constexpr size_t kMaxShownToken = 40;              // longer tokens are cut in messages
 
 constexpr DType kDTypes[] = {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i32, DType::boolean};
 constexpr MemoryKind kMemoryKinds[] = {MemoryKind::device, MemoryKind::pinned_host, MemoryKind::unpinned_host};
@@ -117,7 +116,7 @@ class Parser final : public ParamValueReader {
     if (w.empty()) expected("a dtype");
     for (DType t : kDTypes)
       if (dtype_name(t) == w) return t;
-    fail_at(start, fmt::format("unknown dtype '{}' (expected one of {})", w, names_of(kDTypes, dtype_name)));
+    fail_at(start, fmt::format("unknown dtype '{}' (expected one of {})", echo(w), names_of(kDTypes, dtype_name)));
   }
 
   MemoryKind read_memory_kind() override {
@@ -128,7 +127,7 @@ class Parser final : public ParamValueReader {
     for (MemoryKind k : kMemoryKinds)
       if (memory_kind_name(k) == w) return k;
     fail_at(start,
-            fmt::format("unknown memory kind '{}' (expected one of {})", w, names_of(kMemoryKinds, memory_kind_name)));
+            fmt::format("unknown memory kind '{}' (expected one of {})", echo(w), names_of(kMemoryKinds, memory_kind_name)));
   }
 
   bool read_bool() override {
@@ -183,9 +182,7 @@ class Parser final : public ParamValueReader {
     size_t end = pos;
     if (end < text_.size() && text_[end] == '-') ++end;
     while (end < text_.size() && (is_ident_char(text_[end]) || text_[end] == '+' || text_[end] == '-')) ++end;
-    std::string_view t = text_.substr(pos, end - pos);
-    if (t.size() > kMaxShownToken) return fmt::format("{}...", t.substr(0, kMaxShownToken));
-    return std::string(t);
+    return echo(text_.substr(pos, end - pos));
   }
   std::string token_at(size_t pos) const { return fmt::format("'{}'", token_text(pos)); }
 
@@ -325,15 +322,9 @@ class Parser final : public ParamValueReader {
       } while (accept(','));
       expect_close(']');
     }
-    // Zero-size dimensions do not excuse the others: strides and offsets still multiply them.
-    const int64_t max_elements = kMaxTypeBytes / static_cast<int64_t>(dtype_size(t.dtype));
-    int64_t n = 1;
-    for (int64_t d : t.shape) {
-      if (d <= 1) continue;
-      if (n > max_elements / d)
-        fail_at(start, fmt::format("type {} is too large (more than 2^62 bytes)", type_string(t.dtype, t.shape)));
-      n *= d;
-    }
+    // The rule every path applies (ir/limits.h), so that what traces also parses back.
+    if (std::string problem = size_problem(t.dtype, t.shape); !problem.empty())
+      fail_at(start, fmt::format("type {} {}", type_string(t.dtype, t.shape), problem));
     // `{kind}`; a `{` that opens subprograms (`{ program ...`) belongs to the equation instead.
     const size_t save = pos_;
     if (accept('{')) {
@@ -365,12 +356,12 @@ class Parser final : public ParamValueReader {
           auto it = std::find(names.begin(), names.end(), attr);
           if (it == names.end()) {
             if (names.empty())
-              fail_at(name_pos, fmt::format("unknown attribute '{}': {} takes no attributes", attr, prim));
+              fail_at(name_pos, fmt::format("unknown attribute '{}': {} takes no attributes", echo(attr), prim));
             fail_at(name_pos,
-                    fmt::format("unknown attribute '{}' for {} (it takes {})", attr, prim, fmt::join(names, ", ")));
+                    fmt::format("unknown attribute '{}' for {} (it takes {})", echo(attr), prim, fmt::join(names, ", ")));
           }
           const size_t i = static_cast<size_t>(it - names.begin());
-          if (given[i]) fail_at(name_pos, fmt::format("attribute '{}' is given twice", attr));
+          if (given[i]) fail_at(name_pos, fmt::format("attribute '{}' is given twice", echo(attr)));
           expect('=');
           read_param(params, attr, *this);
           given[i] = true;
@@ -402,7 +393,7 @@ class Parser final : public ParamValueReader {
     std::string_view prim_name = word();
     if (prim_name.empty()) expected("a primitive name");
     const prims::PrimitiveInfo* info = prims::find(prim_name);
-    if (info == nullptr) fail_at(prim_pos, fmt::format("unknown primitive '{}'", prim_name));
+    if (info == nullptr) fail_at(prim_pos, fmt::format("unknown primitive '{}'", echo(prim_name)));
 
     Equation eq;
     eq.prim = info->prim;
@@ -469,7 +460,7 @@ class Parser final : public ParamValueReader {
         eq.decision.dst = read_memory_kind();
         expect(')');
       } else {
-        fail_at(start, fmt::format("unknown annotation '!{}' (expected save, recompute, offload(src,dst), automatic, remat or auto)", w));
+        fail_at(start, fmt::format("unknown annotation '!{}' (expected save, recompute, offload(src,dst), automatic, remat or auto)", echo(w)));
       }
     }
   }

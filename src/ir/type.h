@@ -32,4 +32,15 @@ std::string to_string(const Type& t);
 void check_dtype(DType t, std::string_view what);
 void check_memory_kind(MemoryKind k, std::string_view what);
 
+// Whether an element of `dtype` holds `value` as given, and if not why ("an i32 value must be an
+// integer in [...], got nan"; empty when it does): an i32 must be a whole number in its range, a bool
+// 0 or 1 (a cast would be undefined, or silently change the value). Floating dtypes hold any
+// value, rounded. Every fill (the traced constant, full, ones) applies this.
+std::string value_problem(double value, DType dtype);
+void check_value(double value, DType dtype, std::string_view what);  // INVALID_ARGUMENT "<what>: <problem>"
+
+// The index of the first of `n` bytes that is not a bool (0 or 1), or -1: a bool is stored as one
+// byte, and kernels disagree on what any other byte means.
+int64_t first_non_bool(const void* bytes, int64_t n);
+
 }  // namespace ferry::ir

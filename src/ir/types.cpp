@@ -1,5 +1,7 @@
 // DType, MemoryKind and the half-precision storage types.
 #include <bit>
+#include <cmath>
+#include <limits>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -55,6 +57,26 @@ void check_memory_kind(MemoryKind k, std::string_view what) {
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("{}: unknown memory kind (value {}); the kinds are device, pinned_host and unpinned_host",
                             what, static_cast<int>(k)));
+}
+
+std::string value_problem(double value, DType dtype) {
+  if (dtype == DType::boolean && !(value == 0 || value == 1)) return fmt::format("a bool value must be 0 or 1, got {}", value);
+  constexpr double lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
+  if (dtype == DType::i32 && !(std::isfinite(value) && value == std::trunc(value) && value >= lo && value <= hi))
+    return fmt::format("an i32 value must be an integer in [{}, {}], got {}", lo, hi, value);
+  return {};
+}
+
+void check_value(double value, DType dtype, std::string_view what) {
+  if (std::string problem = value_problem(value, dtype); !problem.empty())
+    throw Error(ErrorCode::invalid_argument, fmt::format("{}: {}", what, problem));
+}
+
+int64_t first_non_bool(const void* bytes, int64_t n) {
+  const auto* p = static_cast<const unsigned char*>(bytes);
+  for (int64_t i = 0; i < n; ++i)
+    if (p[i] > 1) return i;
+  return -1;
 }
 
 }  // namespace ir

@@ -5,6 +5,8 @@
 #include <unordered_map>
 
 #include "ferry/error.h"
+#include "ir/echo.h"
+#include "ir/limits.h"
 #include "ir/printer.h"
 #include "prims/registry.h"
 
@@ -12,24 +14,9 @@ namespace ferry::ir {
 namespace {
 
 std::string type_list(const std::vector<Type>& types) {
-  std::string s;
-  for (size_t i = 0; i < types.size(); ++i) s += (i ? ", " : "") + to_string(types[i]);
-  return "(" + s + ")";
-}
-
-// Too many dimensions, negative sizes or an overflowing element or byte count; empty when the type
-// is fine.
-std::string_view type_problem(const Type& t) {
-  if (t.rank() > kMaxRank) return "more than 32 dimensions (ferry's limit)";
-  int64_t n = 1;
-  for (int64_t d : t.shape) {
-    if (d < 0) return "a negative dimension size";
-    if (__builtin_mul_overflow(n, d, &n)) return "more elements than fit in int64";
-  }
-  int64_t bytes = 0;
-  if (__builtin_mul_overflow(n, static_cast<int64_t>(dtype_size(t.dtype)), &bytes))
-    return "a byte size that does not fit in int64";
-  return {};
+  std::string out = "(";
+  out += echo_list(types.size(), [&](size_t i) { return to_string(types[i]); });
+  return out + ")";
 }
 
 // Where a problem is: the program (with the path of subprograms that leads to it) and, inside an
@@ -53,8 +40,9 @@ struct Site {
 
 class Verifier {
  public:
-  // `where` is "program 'main'" or the path to a subprogram.
-  void program(const Program& p, const std::string& where) {
+  // `where` is "program 'main'" or the path to a subprogram; `top_level`, whether p is the program
+  // verify() was given rather than a body.
+  void program(const Program& p, const std::string& where, bool top_level = false) {
     auto [it, inserted] = state_.try_emplace(&p, State::in_progress);
     if (!inserted) {
       if (it->second == State::in_progress) Site{where}.fail("contains itself as a subprogram");
@@ -62,16 +50,15 @@ class Verifier {
     }
     Site site{where};
     for (size_t v = 0; v < p.values.size(); ++v) {
-      std::string_view problem = type_problem(p.values[v]);
-      if (!problem.empty())
-        site.fail(fmt::format("value %{} has type {} with {}", v, to_string(p.values[v]), problem));
+      const std::string problem = size_problem(p.values[v].dtype, p.values[v].shape);
+      if (!problem.empty()) site.fail(fmt::format("value %{}: type {} {}", v, to_string(p.values[v]), problem));
     }
     std::vector<bool> defined(p.values.size(), false);
     for (size_t i = 0; i < p.inputs.size(); ++i) {
       check_id(p, p.inputs[i], site, "input", i);
       define(defined, p.inputs[i], site, "input", i);
     }
-    for (size_t i = 0; i < p.equations.size(); ++i) equation(p, i, defined, where);
+    for (size_t i = 0; i < p.equations.size(); ++i) equation(p, i, defined, where, top_level);
     copy_pairs(p, where);
     for (size_t i = 0; i < p.outputs.size(); ++i) {
       ValueId v = p.outputs[i];
@@ -134,7 +121,8 @@ class Verifier {
     defined[static_cast<size_t>(v)] = true;
   }
 
-  void equation(const Program& p, size_t index, std::vector<bool>& defined, const std::string& where) {
+  void equation(const Program& p, size_t index, std::vector<bool>& defined, const std::string& where,
+                bool top_level) {
     const Equation& eq = p.equations[index];
     if (static_cast<int>(eq.prim) >= kNumPrimitives)
       Site{where}.fail(fmt::format("equation {}: unknown primitive #{}", index, static_cast<int>(eq.prim)));
@@ -152,7 +140,7 @@ class Verifier {
     for (size_t s = 0; s < eq.subprograms.size(); ++s) {
       const Program* sub = eq.subprograms[s].get();
       if (sub == nullptr) site.fail(fmt::format("subprogram {} is null", s));
-      program(*sub, fmt::format("{}: subprogram {}: program '{}'", site.str(), s, sub->name));
+      program(*sub, fmt::format("{}: subprogram {}: program '{}'", site.str(), s, echo(sub->name)));
     }
 
     std::vector<Type> expected;
@@ -173,6 +161,7 @@ class Verifier {
       define(defined, v, site, "output", i);
       types_match = types_match && p.type(v) == expected[i];
     }
+    annotations(p, eq, site, top_level);
     if (!types_match) {
       std::vector<Type> declared;
       for (ValueId v : eq.outputs) declared.push_back(p.type(v));
@@ -181,11 +170,34 @@ class Verifier {
     }
   }
 
+  // A decision the policy path would refuse, or one nothing reads, is refused here too: silently
+  // ignored, it would look like a plan the program does not have. Differentiation reads decisions
+  // from the bodies it partitions (a checkpoint's, the scan, cond and custom_vjp bodies inside one,
+  // and what their VJPs make of those), never from the top-level program's own equations.
+  static void annotations(const Program& p, const Equation& eq, const Site& site, bool top_level) {
+    const RematDecision& d = eq.decision;
+    if (d.kind != RematDecision::Kind::none && top_level)
+      site.fail("carries a checkpoint policy's decision (!save, !recompute, !offload or !automatic), which only an "
+                "equation in a body (a checkpoint's, or a scan, cond or custom_vjp body inside one) can have: "
+                "differentiating the checkpoint reads it, and nothing reads it on the top-level program");
+    if (d.kind == RematDecision::Kind::offload)
+      for (size_t i = 0; i < eq.outputs.size(); ++i)
+        if (MemoryKind k = p.type(eq.outputs[i]).kind; k != d.src)
+          site.fail(fmt::format("!offload({},{}) offloads from {}, but output {} lives in {}", memory_kind_name(d.src),
+                                memory_kind_name(d.dst), memory_kind_name(d.src), i, memory_kind_name(k)));
+    if (eq.automatic && !eq.rematerialized)
+      site.fail("!auto marks a recomputation (!remat) that the automatic planner may replace; without !remat it has "
+                "no effect");
+  }
+
   std::unordered_map<const Program*, State> state_;
 };
 
 }  // namespace
 
-void verify(const Program& p) { Verifier().program(p, fmt::format("program '{}'", p.name)); }
+void verify(const Program& p) {
+  const std::string where = fmt::format("program '{}'", echo(p.name));
+  Verifier().program(p, where, /*top_level=*/true);
+}
 
 }  // namespace ferry::ir

@@ -43,7 +43,7 @@ std::vector<ir::Type> scan_rule(std::span<const ir::Type> in, const ir::Params& 
         detail::invalid(fmt::format("carry {} enters as {} but the body returns {}", i, ir::to_string(in[i]), ir::to_string(t)));
     } else {
       t.shape.insert(t.shape.begin(), p.length);
-      detail::checked_elements(t.shape, "stacked ys", dtype_size(t.dtype));
+      detail::checked_elements(t.shape, "stacked ys", t.dtype);
     }
     out.push_back(t);
   }
@@ -130,14 +130,18 @@ std::vector<ir::Type> custom_vjp_rule(std::span<const ir::Type> in, const ir::Pa
 Cost custom_vjp_cost(const ir::Equation& eq) { return program_cost(*eq.subprograms.at(0)); }
 
 // cond(index, operands...) with one body per branch (branch 0 is lax.cond's false branch): runs the
-// branch `index` names (clamped into range; a bool index is 0 or 1). The branches take the operands
-// and return the same types.
+// branch `index` names (an i32 clamped into range; a bool, 0 or 1, picks one of exactly two). The
+// branches take the operands and return the same types.
 std::vector<ir::Type> cond_rule(std::span<const ir::Type> in, const ir::Params&,
                                 std::span<const std::shared_ptr<const ir::Program>> bodies) {
   if (bodies.empty()) detail::invalid("needs at least one branch");
   check_bodies(bodies, bodies.size());
   if (in.empty() || !in[0].shape.empty() || (in[0].dtype != DType::boolean && in[0].dtype != DType::i32))
     detail::invalid("the first operand must be a bool or i32 scalar that picks the branch");
+  // A bool picks one of two (false, true): with one branch, true would run the false branch.
+  if (in[0].dtype == DType::boolean && bodies.size() != 2)
+    detail::invalid(fmt::format("a bool predicate picks one of two branches (false, then true), but {} given",
+                                bodies.size() == 1 ? std::string("1 is") : fmt::format("{} are", bodies.size())));
   std::vector<ir::Type> out = output_types(*bodies[0]);
   for (size_t b = 0; b < bodies.size(); ++b) {
     check_body_inputs(*bodies[b], in, 1, fmt::format("branch {}", b));

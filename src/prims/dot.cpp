@@ -55,7 +55,7 @@ std::vector<ir::Type> dot_general_rule(std::span<const ir::Type> in, const ir::P
     if (!lhs_used[i]) out.push_back(lhs.shape[i]);
   for (size_t i = 0; i < rhs_used.size(); ++i)
     if (!rhs_used[i]) out.push_back(rhs.shape[i]);
-  detail::checked_elements(out, "output shape", dtype_size(lhs.dtype));
+  detail::checked_elements(out, "output shape", lhs.dtype);
   return {ir::Type{lhs.dtype, out, kind}};
 }
 

@@ -148,7 +148,7 @@ std::vector<ir::Type> bitcast_rule(std::span<const ir::Type> in, const ir::Param
 std::vector<ir::Type> convert_rule(std::span<const ir::Type> in, const ir::Params& params) {
   check_operands(in);
   const auto& p = detail::params_as<ir::ConvertParams>(params);
-  detail::checked_elements(in[0].shape, "output shape", dtype_size(p.new_dtype));
+  detail::checked_elements(in[0].shape, "output shape", p.new_dtype);
   ir::Type out = in[0];
   out.dtype = p.new_dtype;
   return {out};

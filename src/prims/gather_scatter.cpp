@@ -76,7 +76,7 @@ std::vector<ir::Type> gather_rule(std::span<const ir::Type> in, const ir::Params
       out[static_cast<size_t>(o)] = idx.shape[next_batch++];
     }
   }
-  detail::checked_elements(out, "output shape", dtype_size(x.dtype));
+  detail::checked_elements(out, "output shape", x.dtype);
   return {ir::Type{x.dtype, out, kind}};
 }
 

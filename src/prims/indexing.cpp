@@ -108,7 +108,7 @@ std::vector<ir::Type> concatenate_rule(std::span<const ir::Type> in, const ir::P
     if (__builtin_add_overflow(total, t.shape[static_cast<size_t>(dim)], &total))
       invalid("concatenated dimension size overflows int64");
   }
-  detail::checked_elements(out, "output shape", dtype_size(first.dtype));
+  detail::checked_elements(out, "output shape", first.dtype);
   return {ir::Type{first.dtype, out, kind}};
 }
 

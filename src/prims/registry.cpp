@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ferry/error.h"
+#include "ir/echo.h"
 #include "prims/families.h"
 
 namespace ferry::prims {
@@ -38,10 +39,9 @@ const Table& table() {
   return t;
 }
 
+// Bounded (ir/echo.h): an equation may have any number of operands.
 std::string operand_list(std::span<const ir::Type> inputs) {
-  std::string s;
-  for (size_t i = 0; i < inputs.size(); ++i) s += (i ? ", " : "") + ir::to_string(inputs[i]);
-  return s;
+  return ir::echo_list(inputs.size(), [&](size_t i) { return ir::to_string(inputs[i]); });
 }
 
 }  // namespace

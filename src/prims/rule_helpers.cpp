@@ -2,25 +2,20 @@
 
 #include <fmt/format.h>
 
+#include "ir/limits.h"
+
 namespace ferry::prims::detail {
 
 void invalid(const std::string& what) { throw Error(ErrorCode::invalid_argument, what); }
 
-int64_t checked_elements(const Shape& shape, std::string_view what, size_t elem_bytes) {
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) invalid(fmt::format("{} {} has a negative dimension size", what, shape_string(shape)));
-    if (__builtin_mul_overflow(n, d, &n))
-      invalid(fmt::format("{} {} has more elements than fit in int64", what, shape_string(shape)));
-  }
-  int64_t bytes = 0;
-  if (__builtin_mul_overflow(n, static_cast<int64_t>(elem_bytes), &bytes))
-    invalid(fmt::format("{} {} has more bytes than fit in int64", what, shape_string(shape)));
-  return n;
+int64_t checked_elements(const Shape& shape, std::string_view what, DType dtype) {
+  const std::string problem = ir::size_problem(dtype, shape);
+  if (!problem.empty()) invalid(fmt::format("{} {} {}", what, shape_string(shape), problem));
+  return num_elements(shape);
 }
 
 MemoryKind check_operands(std::span<const ir::Type> inputs) {
-  for (const ir::Type& t : inputs) checked_elements(t.shape, "operand shape", dtype_size(t.dtype));
+  for (const ir::Type& t : inputs) checked_elements(t.shape, "operand shape", t.dtype);
   if (inputs.empty()) return MemoryKind::device;
   MemoryKind kind = inputs[0].kind;
   for (const ir::Type& t : inputs)

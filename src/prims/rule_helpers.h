@@ -24,13 +24,13 @@ template <class P> const P& params_as(const ir::Params& params) {
   throw Error(ErrorCode::internal, "primitive rule called with parameters of the wrong kind");
 }
 
-// Checks what every rule needs of its operands (element and byte counts that fit in int64, one
+// Checks what every rule needs of its operands (types within ir/limits.h's size rule, one
 // shared memory kind) and returns that kind; device when there are no operands.
 MemoryKind check_operands(std::span<const ir::Type> inputs);
 
-// Elements of `shape`, rejecting negative sizes and counts or byte sizes (at `elem_bytes` each)
-// that overflow int64. `what` names the shape in messages ("shape", "new_sizes", ...).
-int64_t checked_elements(const Shape& shape, std::string_view what, size_t elem_bytes = 1);
+// Elements of `shape`, rejecting what no value of `dtype` may be (ir/limits.h: negative sizes, more
+// than 32 dimensions or 2^62 bytes). `what` names the shape in messages ("shape", "new_sizes", ...).
+int64_t checked_elements(const Shape& shape, std::string_view what, DType dtype);
 
 // Rejects an axis outside [0, rank): "<what> 3 out of range for rank 2".
 void check_axis(int64_t axis, int64_t rank, std::string_view what);

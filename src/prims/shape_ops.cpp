@@ -23,22 +23,15 @@ std::vector<ir::Type> iota_rule(std::span<const ir::Type> in, const ir::Params& 
   const auto& p = params_as<ir::IotaParams>(params);
   if (p.dtype == DType::boolean) invalid("dtype bool is not supported; use a numeric dtype");
   if (p.shape.empty()) invalid("shape must have rank >= 1, got []");
-  checked_elements(p.shape, "shape", dtype_size(p.dtype));
+  checked_elements(p.shape, "shape", p.dtype);
   check_axis(p.dimension, static_cast<int64_t>(p.shape.size()), "dimension");
   return {ir::Type{p.dtype, p.shape, MemoryKind::device}};
 }
 
 std::vector<ir::Type> constant_rule(std::span<const ir::Type> in, const ir::Params& params) {
   const auto& p = params_as<ir::ConstantParams>(params);
-  checked_elements(p.shape, "shape", dtype_size(p.dtype));
-  if (p.dtype == DType::boolean && !(p.value == 0 || p.value == 1))
-    invalid(fmt::format("bool constant must be 0 or 1, got {}", p.value));
-  if (p.dtype == DType::i32) {
-    if (!std::isfinite(p.value) || p.value != std::trunc(p.value) ||
-        p.value < std::numeric_limits<int32_t>::min() || p.value > std::numeric_limits<int32_t>::max())
-      invalid(fmt::format("i32 constant must be an integer in [{}, {}], got {}", std::numeric_limits<int32_t>::min(),
-                          std::numeric_limits<int32_t>::max(), p.value));
-  }
+  checked_elements(p.shape, "shape", p.dtype);
+  if (std::string problem = ir::value_problem(p.value, p.dtype); !problem.empty()) invalid(problem);
   return {ir::Type{p.dtype, p.shape, MemoryKind::device}};
 }
 
@@ -46,7 +39,7 @@ std::vector<ir::Type> broadcast_in_dim_rule(std::span<const ir::Type> in, const 
   MemoryKind kind = check_operands(in);
   const auto& p = params_as<ir::BroadcastInDimParams>(params);
   const ir::Type& x = in[0];
-  checked_elements(p.shape, "shape", dtype_size(x.dtype));
+  checked_elements(p.shape, "shape", x.dtype);
   const auto& bd = p.broadcast_dimensions;
   if (static_cast<int64_t>(bd.size()) != x.rank())
     invalid(fmt::format("broadcast_dimensions {} must have one entry per operand dimension ({})", dims_string(bd),
@@ -69,7 +62,7 @@ std::vector<ir::Type> reshape_rule(std::span<const ir::Type> in, const ir::Param
   MemoryKind kind = check_operands(in);
   const auto& p = params_as<ir::ReshapeParams>(params);
   const ir::Type& x = in[0];
-  int64_t n = checked_elements(p.new_sizes, "new_sizes", dtype_size(x.dtype));
+  int64_t n = checked_elements(p.new_sizes, "new_sizes", x.dtype);
   if (n != x.num_elements())
     invalid(fmt::format("new_sizes {} has {} elements but the operand has {}", shape_string(p.new_sizes), n,
                         x.num_elements()));

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "ferry/array.h"
+#include "ir/limits.h"
 #include "ir/type.h"
 #include "runtime/backend.h"
 #include "runtime/storage.h"
@@ -45,16 +46,7 @@ namespace {
 void check_shape(const Shape& shape, DType dtype, MemoryKind kind, std::string_view what) {
   ir::check_dtype(dtype, what);
   ir::check_memory_kind(kind, what);
-  if (static_cast<int64_t>(shape.size()) > ir::kMaxRank)
-    throw Error(ErrorCode::invalid_argument,
-                fmt::format("{}: shape {} has more than {} dimensions (ferry's limit)", what, shape_string(shape), ir::kMaxRank));
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0) throw Error(ErrorCode::invalid_argument, fmt::format("{}: negative dimension in {}", what, shape_string(shape)));
-    if (d != 0 && n > (int64_t{1} << 56) / d)
-      throw Error(ErrorCode::invalid_argument, fmt::format("{}: shape {} is too large", what, shape_string(shape)));
-    n *= d;
-  }
+  ir::check_size(dtype, shape, what);  // the rule the tracer and the parser apply (ir/limits.h)
 }
 }  // namespace
 
@@ -72,6 +64,14 @@ Array Array::from_bytes(const void* data, size_t bytes, DType dtype, Shape shape
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("Array::from: the data pointer is null but {} bytes were given for shape {}", bytes,
                             shape_string(shape)));
+  // Refused rather than normalized, as the safetensors reader does: a byte other than 0 or 1 is
+  // data of another type or garbage, and kernels disagree on what it means (logical ops read any
+  // non-zero byte as true, eq compares the bytes).
+  if (dtype == DType::boolean)
+    if (int64_t i = ir::first_non_bool(data, static_cast<int64_t>(bytes)); i >= 0)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("Array::from_bytes: bool element {} is the byte {}; bools are 0 or 1", i,
+                              static_cast<const unsigned char*>(data)[i]));
   runtime::Backend& cpu = runtime::cpu_backend();
   auto s = detail::Storage::allocate(bytes, kind, cpu, false);
   if (bytes) std::memcpy(s->data, data, bytes);
@@ -191,8 +191,11 @@ std::string Array::to_string(int64_t max_elements) const {
   std::vector<int64_t> block(r, 1);
   block[r - 1] = shape_[r - 1];
   for (size_t d = r - 1; d > 0; --d) block[d - 1] = block[d] * shape_[d - 1];
-  // Elide the middle of long arrays, in whole rows when rows are short, so brackets stay balanced.
-  int64_t head = n > max_elements ? max_elements / 2 : n;
+  // Elide the middle of long arrays, in whole rows when rows are short, so brackets stay balanced:
+  // elements [0, head) and [tail_start, n) are shown, at most max_elements of them (the first one
+  // more when the count is odd). With too few to show a tail, "..." ends the array instead.
+  max_elements = std::max<int64_t>(max_elements, 0);
+  int64_t head = n > max_elements ? (max_elements + 1) / 2 : n;
   int64_t tail_start = n > max_elements ? n - max_elements / 2 : n;
   int64_t row = block[r - 1];
   if (head < tail_start && row <= max_elements / 2 && row > 0) {
@@ -201,8 +204,18 @@ std::string Array::to_string(int64_t max_elements) const {
   }
   for (int64_t i = 0; i < n; ++i) {
     if (i == head && head < tail_start) {
-      out += "..., ";
-      i = tail_start;
+      if (tail_start < n) {
+        out += "..., ";
+        i = tail_start;
+      } else {
+        // Nothing after the elision: close the brackets still open at `head` (all of them when
+        // nothing was shown, which opens them first).
+        size_t open = 0;
+        for (size_t d = 0; d < r; ++d)
+          if (head == 0 || head % block[d] != 0) ++open;
+        if (head == 0) out += std::string(open, '[');
+        return out + "..." + std::string(open, ']');
+      }
     }
     for (size_t d = 0; d < r; ++d)
       if (i % block[d] == 0) out += "[";
@@ -217,6 +230,9 @@ std::string Array::to_string(int64_t max_elements) const {
 }
 
 bool Array::equals(const Array& other) const {
+  // A donated array has no bytes to compare, whatever its type: refused, not unequal.
+  check_not_donated("Array::equals (this array)");
+  other.check_not_donated("Array::equals (the other array)");
   if (dtype_ != other.dtype_ || shape_ != other.shape_) return false;
   if (!defined() || !other.defined()) return defined() == other.defined();
   if (!storage_->host_accessible() || !other.storage_->host_accessible()) return host_copy().equals(other.host_copy());
@@ -224,6 +240,8 @@ bool Array::equals(const Array& other) const {
 }
 
 Array full(const Shape& shape, double value, DType dtype, MemoryKind kind) {
+  ir::check_dtype(dtype, "full");
+  ir::check_value(value, dtype, "full");  // as the traced constant: no undefined or value-changing cast
   Array a = Array::allocate(dtype, shape, kind);
   int64_t n = a.size();
   void* d = a.mutable_data();

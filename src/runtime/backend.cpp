@@ -7,6 +7,7 @@
 
 #include "ferry/error.h"
 #include "ferry/options.h"
+#include "ir/echo.h"
 
 namespace ferry::runtime {
 
@@ -35,7 +36,9 @@ bool backend_available(std::string_view name, std::string* why) {
     return false;
   }
 #endif
-  if (why) *why = fmt::format("backend \"{}\" is not available; this build has \"{}\"", name, fmt::join(built_backends(), "\", \""));
+  if (why)
+    *why = fmt::format("backend \"{}\" is not available; this build has \"{}\"", ir::echo(name),
+                       fmt::join(built_backends(), "\", \""));
   return false;
 }
 

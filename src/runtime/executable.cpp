@@ -471,11 +471,14 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
       f.outputs[o] = st->owned[o]->data;
     }
   }
-  // From here on the donated arguments belong to this call, whether or not it succeeds.
-  for (size_t i = 0; i < args.size() && i < donated.size(); ++i)
-    if (donated[i]) args[i].storage()->donated = true;
   arena_memory.open();
   st->arenas->open(st->arena_base, plan_->arena_size, *backend_, options_.checked);
+  // Everything the run needs is held, so nothing a caller could fix (an argument, memory) can fail
+  // it any more: only now do the donated arguments belong to this call, whether or not it succeeds
+  // (its first kernel may write an output over one). A failure before here leaves them intact, so a
+  // step that ran out of memory can be retried with the same arrays.
+  for (size_t i = 0; i < args.size() && i < donated.size(); ++i)
+    if (donated[i]) args[i].storage()->donated = true;
   st->arenas->set_timeline(timeline);
   f.arenas = st->arenas.get();
   f.stats = &stats;

@@ -138,9 +138,10 @@ std::shared_ptr<const detail::TreeDef> Compiled::output_structure() const { retu
 
 void Compiled::check_arguments(const detail::TreeDef& arguments) const {
   const detail::TreeDef* want = impl_->input_structure.get();
-  // Parsed programs record no structure; run() checks the flat count and types either way (and
-  // names the program input), so only a difference those checks cannot see is reported here.
-  if (!want || arguments == *want || arguments.leaves() != want->leaves()) return;
+  // Parsed programs record no structure (run() checks the flat count and types either way). A
+  // difference in structure is named as one, before run() would count the flattened arrays: "main
+  // takes 3 argument(s), got 4" says nothing of the {w, w, w} given where {w, w} was lowered.
+  if (!want || arguments == *want) return;
   if (arguments.children.size() != want->children.size())
     throw Error(ErrorCode::invalid_argument, fmt::format("compiled call: the function takes {1} argument(s), got {0}",
                                                          arguments.children.size(), want->children.size()));
@@ -149,6 +150,9 @@ void Compiled::check_arguments(const detail::TreeDef& arguments) const {
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("compiled call: argument {} has the structure {} but the function was lowered with {}", i,
                               arguments.children[i].to_string(), want->children[i].to_string()));
+  throw Error(ErrorCode::invalid_argument, fmt::format("compiled call: the arguments have the structure {} but the "
+                                                       "function was lowered with {}",
+                                                       arguments.to_string(), want->to_string()));
 }
 
 std::vector<ShapeDtype> Compiled::input_specs() const { return specs(*impl_->program, impl_->program->inputs); }

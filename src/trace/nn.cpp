@@ -57,8 +57,10 @@ void check_vector(const Tensor& v, const Tensor& x, std::string_view op, std::st
 
 Tensor relu(const Tensor& x) {
   check(x, "relu");
-  // where(x <= 0, 0, x) keeps NaN (NaN <= 0 is false) and gives the gradient 0 at 0.
-  return where(x <= 0.0, 0.0, x);
+  // As JAX's relu: max(x, 0) in value (NaN stays NaN), and the gradient 1 where x > 0, else 0 (at 0
+  // and at NaN too). Only the x > 0 branch passes the cotangent; NaN reaches the output through
+  // stop_gradient, which passes none.
+  return where(x > 0.0, x, where(x <= 0.0, 0.0, stop_gradient(x)));
 }
 
 Tensor gelu(const Tensor& x, bool approximate) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "ferry/error.h"
+#include "ir/limits.h"
 #include "prims/registry.h"
 
 namespace ferry::detail {
@@ -44,8 +45,7 @@ ir::ValueId Tracer::capture(const Tensor& t) {
 Tensor Tracer::add_input(const ir::Type& type) {
   if (finished_) throw Error(ErrorCode::internal, "add_input on a finished trace");
   if (!captures_.empty()) throw Error(ErrorCode::internal, "explicit inputs must come before captured ones");
-  for (int64_t d : type.shape)
-    if (d < 0) throw Error(ErrorCode::invalid_argument, fmt::format("argument type {} has a negative dimension", ir::to_string(type)));
+  ir::check_size(type.dtype, type.shape, "lower: an argument's type");
   ir::ValueId id = program_->add_value(type);
   program_->inputs.push_back(id);
   return Tensor(shared_from_this(), id);
@@ -80,7 +80,16 @@ std::vector<Tensor> Tracer::bind(Primitive prim, ir::Params params, const std::v
     eq.inputs.push_back(check_input(t, op));
     in_types.push_back(program_->type(eq.inputs.back()));
   }
+  // Tracing applies the limits the parser does (ir/limits.h), so that what traces prints as text
+  // that parses back: every type within the size rule, bodies nested no deeper than the limit.
+  for (const auto& body : bodies)
+    if (body && ir::nesting_depth(*body) + 1 > ir::kMaxNesting)
+      throw Error(ErrorCode::invalid_argument,
+                  fmt::format("{}: its body nests subprograms (scan, cond, checkpoint, while_loop, ...) more than {} "
+                              "levels deep (ferry's limit); nest fewer of them",
+                              op, ir::kMaxNesting));
   std::vector<ir::Type> out_types = prims::infer_types(prim, params, in_types, bodies);
+  for (const ir::Type& t : out_types) ir::check_size(t.dtype, t.shape, op);
   eq.params = std::move(params);
   eq.subprograms = std::move(bodies);
   eq.name = std::move(name);

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/echo.h"
+
 namespace ferry::detail {
 
 std::vector<std::string> split_field_names(std::string_view names) {
@@ -29,12 +31,10 @@ size_t TreeDef::leaves() const {
 
 std::string TreeDef::to_string() const {
   std::string out;
+  // Bounded (ir/echo.h): a model may pass a list of thousands of arrays.
   auto items = [&](bool keyed) {
-    for (size_t i = 0; i < children.size(); ++i) {
-      if (i) out += ", ";
-      if (keyed) out += keys[i] + ": ";
-      out += children[i].to_string();
-    }
+    out += ir::echo_list(children.size(),
+                         [&](size_t i) { return (keyed ? ir::echo(keys[i]) + ": " : std::string()) + children[i].to_string(); });
   };
   switch (kind) {
     case Kind::leaf: return "*";

@@ -1,6 +1,6 @@
 // checkpoint's front end: trace the function once, record the policy's decision on every equation
 // of its body (scan bodies included, nested checkpoints keeping their own), bind one checkpoint
-// equation. Also the Equation view policies see, and checkpoint_name.
+// equation. Also the Equation values policies see, and checkpoint_name.
 #include <fmt/format.h>
 
 #include "ferry/checkpoint.h"
@@ -11,10 +11,17 @@
 #include "ir/type.h"
 
 namespace ferry {
-namespace {
 
-const ir::Equation& eq_of(const void* p) { return *static_cast<const ir::Equation*>(p); }
-const ir::Program& program_of(const void* p) { return *static_cast<const ir::Program*>(p); }
+namespace detail {
+struct EquationData {
+  Primitive prim = Primitive::add;
+  ir::Params params;
+  std::string name;  // checkpoint_name's; empty for other equations
+  std::vector<ShapeDtype> inputs, outputs;
+};
+}  // namespace detail
+
+namespace {
 
 std::vector<ShapeDtype> specs(const ir::Program& p, const std::vector<ir::ValueId>& ids) {
   std::vector<ShapeDtype> out;
@@ -44,6 +51,19 @@ std::string describe(const ir::Equation& eq, const ir::Program& p) {
   return fmt::format("{} ({})", primitive_name(eq.prim), types);
 }
 
+// The Equation a policy sees: a copy of what it exposes, not a view into the program being
+// annotated, so that a policy that keeps it (user code may) never reads a freed program. The copy
+// costs a few small allocations per equation, beside the tracing that made the equation.
+Equation equation_for_policy(const ir::Equation& eq, const ir::Program& p) {
+  auto data = std::make_shared<detail::EquationData>();
+  data->prim = eq.prim;
+  data->params = eq.params;
+  if (eq.prim == Primitive::checkpoint_name) data->name = eq.name;
+  data->inputs = specs(p, eq.inputs);
+  data->outputs = specs(p, eq.outputs);
+  return Equation(std::move(data));
+}
+
 // The policy's decision for one equation. A policy is user code: whatever it throws comes out as a
 // ferry::Error naming the policy and the equation, and an offload must start from the memory kind
 // the value lives in (a src that does not match would otherwise be silently ignored).
@@ -53,7 +73,7 @@ ir::RematDecision decide(const Policy& policy, const ir::Equation& eq, const ir:
   };
   Decision d;
   try {
-    d = policy(Equation(&eq, &p));
+    d = policy(equation_for_policy(eq, p));
   } catch (const Error& e) {
     throw failed(e.code(), e.message());
   } catch (const std::exception& e) {
@@ -97,25 +117,22 @@ std::shared_ptr<const ir::Program> annotate(const ir::Program& program, const Po
 
 }  // namespace
 
-Primitive Equation::primitive() const { return eq_of(eq_).prim; }
+Primitive Equation::primitive() const { return data_->prim; }
 
 DotDims Equation::dot_dims() const {
-  const auto* p = std::get_if<ir::DotGeneralParams>(&eq_of(eq_).params);
+  const auto* p = std::get_if<ir::DotGeneralParams>(&data_->params);
   if (p == nullptr)
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("dot_dims: the equation is {}, not dot_general", primitive_name(primitive())));
   return {p->dims.lhs_contracting, p->dims.rhs_contracting, p->dims.lhs_batch, p->dims.rhs_batch};
 }
 
-std::vector<ShapeDtype> Equation::input_types() const { return specs(program_of(program_), eq_of(eq_).inputs); }
-std::vector<ShapeDtype> Equation::output_types() const { return specs(program_of(program_), eq_of(eq_).outputs); }
+std::vector<ShapeDtype> Equation::input_types() const { return data_->inputs; }
+std::vector<ShapeDtype> Equation::output_types() const { return data_->outputs; }
 
-const std::string& Equation::name() const {
-  static const std::string none;
-  return eq_of(eq_).prim == Primitive::checkpoint_name ? eq_of(eq_).name : none;
-}
+const std::string& Equation::name() const { return data_->name; }
 
-std::string Equation::params_text() const { return ir::params_to_string(eq_of(eq_).params); }
+std::string Equation::params_text() const { return ir::params_to_string(data_->params); }
 
 Tensor checkpoint_name(const Tensor& x, const std::string& name) {
   if (name.empty()) throw Error(ErrorCode::invalid_argument, "checkpoint_name: the name is empty");

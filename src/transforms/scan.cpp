@@ -30,6 +30,11 @@ std::vector<Tensor> refill(const std::vector<Tensor>& mask, const std::vector<Te
 
 std::vector<Tensor> scan_impl(const ScanBodyFn& body, const std::vector<Tensor>& init, const std::vector<Tensor>& xs,
                               int64_t length, bool reverse) {
+  // -1 alone means "from xs": any other negative length is a mistake, not a request to infer it.
+  if (length < -1)
+    invalid(fmt::format("length {} is negative; give the number of steps (0 or more), or -1 to take it from xs' "
+                        "leading axis",
+                        length));
   std::vector<ir::Type> in_types;
   for (const Tensor& c : init)
     if (c.defined()) in_types.push_back(transforms::type_of(c));
@@ -44,7 +49,7 @@ std::vector<Tensor> scan_impl(const ScanBodyFn& body, const std::vector<Tensor>&
     t.shape.erase(t.shape.begin());
     in_types.push_back(t);
   }
-  if (length < 0) invalid("there are no xs, so give length");
+  if (length < 0) invalid("there are no xs to take the length from, so give length (the number of steps)");
   size_t num_xs = in_types.size() - num_carry;
 
   std::vector<Tensor> y_mask;

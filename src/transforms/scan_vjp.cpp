@@ -12,8 +12,12 @@
 #include <memory>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "ferry/error.h"
+#include "ir/echo.h"
 #include "ir/params.h"
+#include "ir/type.h"
 #include "trace/tracer.h"
 #include "transforms/emit.h"
 #include "transforms/linearize.h"
@@ -34,6 +38,54 @@ struct ScanResiduals {
   std::vector<Tensor> inputs;        // the scan's inputs
   std::vector<Tensor> outputs;       // the scan's outputs
 };
+
+// Where a residual of a scan body comes from, for messages: followed through the inner scans that
+// stacked it down to the equation (or carry) that made it, counting those scans.
+struct Origin {
+  std::string what;
+  int scans = 0;
+};
+
+Origin origin_of(const ir::Program& body, ValueId v) {
+  Origin o;
+  const ir::Program* p = &body;
+  while (true) {
+    const ir::Equation* def = nullptr;
+    size_t index = 0;
+    for (const ir::Equation& e : p->equations)
+      for (size_t k = 0; k < e.outputs.size(); ++k)
+        if (e.outputs[k] == v) def = &e, index = k;
+    if (def && def->prim == Primitive::scan &&
+        index >= static_cast<size_t>(std::get<ir::ScanParams>(def->params).num_carry)) {
+      ++o.scans;
+      p = def->subprograms.at(0).get();
+      v = p->outputs.at(index);
+      continue;
+    }
+    const std::string type = ir::to_string(p->type(v));
+    if (def == nullptr) o.what = fmt::format("a carry of a scan body ({})", type);
+    else o.what = fmt::format("the {} output of {}{}", type, primitive_name(def->prim),
+                              def->name.empty() ? "" : fmt::format(" named '{}'", ir::echo(def->name)));
+    return o;
+  }
+}
+
+// Stacking adds a dimension per scan: a residual that would outgrow the rank limit is refused here,
+// while differentiating (at lower()), naming the value and the scans, rather than by the compiler.
+void check_stacked_ranks(const ir::Equation& eq, const ir::Program& fwd_body, size_t n_out) {
+  for (size_t k = n_out; k < fwd_body.outputs.size(); ++k) {
+    const ir::Type& t = fwd_body.type(fwd_body.outputs[k]);
+    if (t.rank() < ir::kMaxRank) continue;
+    const Origin o = origin_of(fwd_body, fwd_body.outputs[k]);
+    throw Error(ErrorCode::invalid_argument,
+                fmt::format("grad of scan{}: its backward pass needs {}, which each of {} nested scan(s) stacks along "
+                            "a new leading axis: {} dimensions, more than {} (ferry's limit). Nest fewer scans, or "
+                            "checkpoint an inner scan's body with a policy that recomputes the value "
+                            "(policies::nothing_saveable) so that it is not stacked",
+                            eq.name.empty() ? "" : fmt::format(" '{}'", ir::echo(eq.name)), o.what, o.scans + 1,
+                            t.rank() + 1, ir::kMaxRank));
+  }
+}
 
 std::vector<Tensor> scan_forward(const ir::Equation& eq, const std::vector<Tensor>& in, std::any& residuals) {
   const auto& params = std::get<ir::ScanParams>(eq.params);
@@ -108,6 +160,7 @@ std::vector<Tensor> scan_forward(const ir::Equation& eq, const std::vector<Tenso
   res->backward_body = bwd.finish();
 
   // The forward scan.
+  check_stacked_ranks(eq, *fwd_body, n_out);
   std::vector<Tensor> out = detail::current_tracer("scan").bind(Primitive::scan, params, in, eq.name, {fwd_body});
   res->inputs = in;
   res->outputs.assign(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n_out));

@@ -111,6 +111,18 @@ TEST(Memory, FirstReportOffloadingLowersThePeakAndFitsTheLimit) {
   EXPECT_EQ(stats.bytes_to_device, stats.bytes_to_host);
 }
 
+// Issue 32: when the peak is the arguments and outputs alone, the RESOURCE_EXHAUSTED text ended
+// with an empty "Largest live buffers at the peak" list. It says what the peak is instead.
+TEST(Memory, APeakOfArgumentsAndOutputsAloneSaysSo) {
+  auto f = fy::jit([](fy::Tensor x) { return fy::sin(x); });
+  fy::Error e = fy::testing::error_of([&] { f.lower(fy::ShapeDtype{{1024}}).compile({.device_memory_limit = 100}); });
+  EXPECT_EQ(e.code(), fy::ErrorCode::resource_exhausted);
+  EXPECT_THAT(e.message(), HasSubstr("temporaries 0 B"));
+  EXPECT_THAT(e.message(), HasSubstr(":\n  none: the peak is the arguments and outputs alone, with no temporary live"));
+  const std::string report = f.lower(fy::ShapeDtype{{1024}}).compile().memory_report();
+  EXPECT_THAT(report, HasSubstr("none: the peak is the arguments and outputs alone"));
+}
+
 TEST(Memory, ReportNamesTheLargestBuffersAtThePeak) {
   auto f = fy::jit([](fy::Tensor x) {
     fy::Tensor big = fy::checkpoint_name(fy::exp(fy::broadcast_in_dim(x, {256, 64}, {1})), "wide");

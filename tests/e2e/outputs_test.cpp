@@ -113,6 +113,48 @@ TEST(Donation, OnlyWhereTheArgumentIsNoLongerNeeded) {
   EXPECT_TRUE(big.is_deleted());
 }
 
+// Issue 32: a call that fails before it runs (here: the arena of a 256 TiB temporary cannot be had)
+// consumed its donated arguments, so a training step that ran out of memory lost its parameters.
+// Donation takes effect only once the run can no longer fail for a reason the caller could fix.
+TEST(Donation, ACallThatCannotGetItsMemoryLeavesTheDonatedArgumentsIntact) {
+  auto f = fy::jit(
+      [](fy::Tensor x) {
+        return x + fy::sum(fy::broadcast_in_dim(fy::sum(x), {int64_t{1} << 22, int64_t{1} << 22, 4}, {}));
+      },
+      {.donate_argnums = {0}, .compile = {.fuse = false}});
+  fy::Array a = fy::Array::from(std::vector<float>{1, 2, 3}, {3});
+  for (int attempt = 0; attempt < 2; ++attempt) {  // through the jit cache, then the cached program
+    fy::Error e = fy::testing::error_of([&] { f(a); });
+    EXPECT_EQ(e.code(), fy::ErrorCode::resource_exhausted) << e.what();
+    EXPECT_FALSE(a.is_deleted());
+    EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{1, 2, 3}));
+  }
+  fy::Compiled c = f.lower(a).compile({.fuse = false});
+  EXPECT_EQ(fy::testing::error_of([&] { c.run({a}); }).code(), fy::ErrorCode::resource_exhausted);
+  EXPECT_FALSE(a.is_deleted());
+  // The same arrays can be retried, e.g. with a step that fits: that call consumes them.
+  auto g = fy::jit([](fy::Tensor x) { return x * 2.0; }, {.donate_argnums = {0}});
+  fy::Array doubled = g(a)[0];
+  EXPECT_EQ(doubled.to_vector<float>(), (std::vector<float>{2, 4, 6}));
+  EXPECT_TRUE(a.is_deleted());
+}
+
+// Issue 32: every use of a donated array names the operation refused (equals named Array::data).
+TEST(Donation, UsesOfADonatedArrayNameTheOperation) {
+  auto f = fy::jit([](fy::Tensor x) { return x * 2.0; }, {.donate_argnums = {0}});
+  fy::Array x = fy::ones({4});
+  fy::Array y = f(x)[0];
+  ASSERT_TRUE(x.is_deleted());
+  fy::Error mine = fy::testing::error_of([&] { x.equals(y); });
+  EXPECT_EQ(mine.code(), fy::ErrorCode::invalid_argument);
+  EXPECT_THAT(mine.message(), HasSubstr("Array::equals (this array): the f32[4] array was donated"));
+  fy::Error theirs = fy::testing::error_of([&] { y.equals(x); });
+  EXPECT_THAT(theirs.message(), HasSubstr("Array::equals (the other array): the f32[4] array was donated"));
+  // Even against an array of another type: refused, not "unequal".
+  EXPECT_THAT(fy::testing::error_of([&] { x.equals(fy::ones({2})); }).message(), HasSubstr("Array::equals"));
+  EXPECT_THAT(fy::testing::error_of([&] { x.to_string(); }).message(), HasSubstr("Array::to_string"));
+}
+
 TEST(Donation, BadDonations) {
   auto f = fy::jit([](fy::Tensor a, fy::Tensor b) { return a + b; }, {.donate_argnums = {0}});
   fy::Array x = fy::ones({3});

@@ -3,13 +3,18 @@
 // it recorded; and every kind of bad file is a ferry::Error that says what is wrong.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -149,6 +154,114 @@ TEST(Safetensors, SavingReplacesTheFileWholeAndLeavesNoTemporary) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue 32: two threads saving one path while a third loads it. The temporary name was shared
+// (path.tmp-<pid>), so saves failed to rename and the reader saw a 0-byte checkpoint. Every save
+// succeeds now, and every load sees one whole checkpoint: all of one writer's values.
+TEST(Safetensors, ConcurrentSavesToOnePathNeverTear) {
+  const std::string dir = temp_path("concurrent_dir");
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/ckpt.safetensors";
+  fy::save(path, {{"w", fy::full({4096}, 0.0)}});
+  std::atomic<int> writing{2}, failed_saves{0}, failed_loads{0}, torn{0}, loads{0};
+  std::vector<std::string> errors;
+  std::mutex mu;
+  auto writer = [&](float value) {
+    for (int i = 0; i < 150; ++i) {
+      try {
+        fy::save(path, {{"w", fy::full({4096}, value)}});
+      } catch (const fy::Error& e) {
+        ++failed_saves;
+        std::lock_guard<std::mutex> lock(mu);
+        errors.push_back(e.what());
+      }
+    }
+    --writing;
+  };
+  std::thread a(writer, 1.0f), b(writer, 2.0f);
+  while (writing > 0) {
+    try {
+      std::vector<float> w = fy::load(path).at("w").to_vector<float>();
+      ++loads;
+      if (w.size() != 4096 || std::any_of(w.begin(), w.end(), [&](float v) { return v != w[0]; })) ++torn;
+    } catch (const fy::Error& e) {
+      ++failed_loads;
+      std::lock_guard<std::mutex> lock(mu);
+      errors.push_back(e.what());
+    }
+  }
+  a.join();
+  b.join();
+  EXPECT_EQ(failed_saves, 0);
+  EXPECT_EQ(failed_loads, 0);
+  EXPECT_EQ(torn, 0);
+  EXPECT_GT(loads, 0);
+  for (size_t i = 0; i < errors.size() && i < 3; ++i) ADD_FAILURE() << errors[i];
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 1);  // no temporary left
+  std::filesystem::remove_all(dir);
+}
+
+// The temporary is made with mkstemp, which gives it mode 0600; the checkpoint gets the mode an
+// ordinary new file would (0666 less the umask).
+TEST(Safetensors, SavedFilesHaveTheModeOfAnOrdinaryNewFile) {
+  const mode_t old_mask = ::umask(022);
+  const std::string path = temp_path("mode.safetensors");
+  fy::save(path, {{"a", fy::ones({1})}});
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  ::umask(old_mask);
+  std::filesystem::remove(path);
+}
+
+// A long job checks where it will save before it starts (ferry demo --save does).
+TEST(Safetensors, CheckSavePathBeforeAnyWork) {
+  fy::Error missing = error_of([] { fy::check_save_path("/nonexistent-folder-32/x.safetensors"); });
+  EXPECT_EQ(missing.code(), fy::ErrorCode::invalid_argument);
+  EXPECT_NE(missing.message().find("the folder /nonexistent-folder-32 does not exist"), std::string::npos)
+      << missing.what();
+  const std::string dir = temp_path("check_dir");
+  std::filesystem::create_directories(dir);
+  fy::Error folder = error_of([&] { fy::check_save_path(dir); });
+  EXPECT_NE(folder.message().find("it is a folder"), std::string::npos) << folder.what();
+  EXPECT_NE(error_of([] { fy::check_save_path(""); }).message().find("empty"), std::string::npos);
+  fy::check_save_path(dir + "/ok.safetensors");  // writable: no error, and nothing left behind
+  fy::check_save_path("relative-name.safetensors");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 0);
+  EXPECT_FALSE(std::filesystem::exists("relative-name.safetensors"));
+  std::filesystem::remove_all(dir);
+}
+
+// Issue 32: [2^62, 0] holds no bytes and passed the header check, then Array::allocate refused it
+// with a message naming neither the tensor nor the file. The header check applies the size rule
+// Array does (ir/limits.h), and load names both.
+TEST(Safetensors, ShapesArraysCannotHaveAreRefusedByTheHeaderCheck) {
+  const std::string path = temp_path("zero_size.safetensors");
+  write_file(path, file_of("{\"huge\": {\"dtype\":\"F32\",\"shape\":[4611686018427387904,0],\"data_offsets\":[0,0]}}"));
+  fy::Error e = error_of([&] { fy::load(path); });
+  EXPECT_EQ(e.code(), fy::ErrorCode::invalid_argument);
+  EXPECT_NE(e.message().find("tensor 'huge'"), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find(path), std::string::npos) << e.what();
+  EXPECT_NE(e.message().find("counting each zero-size dimension as 1"), std::string::npos) << e.what();
+  std::filesystem::remove(path);
+  // The largest zero-size shape Array takes loads.
+  fy::NamedArrays ok = fy::from_safetensors(
+      file_of("{\"z\": {\"dtype\":\"F32\",\"shape\":[1073741824,0,1073741824],\"data_offsets\":[0,0]}}"));
+  EXPECT_EQ(ok.at("z").shape(), (fy::Shape{int64_t{1} << 30, 0, int64_t{1} << 30}));
+}
+
+// Issue 32: messages echo bounded pieces of a hostile header (a 1 MB name, a long array).
+TEST(Safetensors, MessagesEchoBoundedPiecesOfTheHeader) {
+  const std::string name(1 << 20, 'n');
+  fy::Error long_name = bad_file(file_of("{\"" + name + "\": {\"dtype\":\"X\",\"shape\":[1],\"data_offsets\":[0,4]}}", "abcd"));
+  EXPECT_LT(long_name.message().size(), 400u) << long_name.message().substr(0, 400);
+  EXPECT_NE(long_name.message().find("unknown dtype"), std::string::npos);
+  std::string offsets = "[0";
+  for (int i = 0; i < 100000; ++i) offsets += ",4";
+  fy::Error long_list = bad_file(file_of("{\"a\": {\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":" + offsets + "]}}", "abcd"));
+  EXPECT_LT(long_list.message().size(), 400u) << long_list.message().substr(0, 400);
+  EXPECT_NE(long_list.message().find("data_offsets must be [begin, end]"), std::string::npos);
+}
+
 // tests/io/data/python_written.safetensors was written by Python's safetensors (the Rust reference
 // implementation); python_written.json lists what it holds.
 TEST(Safetensors, LoadsAFileWrittenByPythonSafetensors) {
@@ -251,6 +364,8 @@ TEST(Safetensors, SaveRefusesBadNamesAndDonatedArrays) {
   fy::Error e = error_of([&] { fy::save(path, {{"x", x}}); });
   EXPECT_EQ(e.code(), fy::ErrorCode::invalid_argument);
   EXPECT_NE(e.message().find("donated"), std::string::npos) << e.what();
+  // Issue 32: the message names the operation and the array, not only its type.
+  EXPECT_NE(e.message().find("save: array 'x' (f32[4]) was donated"), std::string::npos) << e.what();
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 

@@ -8,6 +8,8 @@
 #include "ferry/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
+#include "ir/verifier.h"
+#include "support/error_of.h"
 
 namespace ferry::ir {
 namespace {
@@ -51,8 +53,13 @@ const std::vector<BadInput>& bad_inputs() {
       {"program @main(%0: f32[99999999999999999999]) { return }", 1, 23,
        "integer '99999999999999999999' does not fit in 64 bits"},
       {"program @main(%0: f32[1073741824,1073741825]) { return }", 1, 19,
-       "type f32[1073741824,1073741825] is too large (more than 2^62 bytes)"},
+       "type f32[1073741824,1073741825] is too large: more than 2^62 bytes"},
       {"program @main(%0: bool[0,4611686018427387905]) { return }", 1, 19, "too large"},
+      // Zero-size dimensions count as 1: the rule the tracer and Array apply too (ir/limits.h).
+      {"program @main(%0: f32[0,4611686018427387904,4611686018427387904]) { return }", 1, 19,
+       "counting each zero-size dimension as 1"},
+      {"program @main(%0: f32[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]) { return }", 1, 19,
+       "has 33 dimensions, more than 32"},
       {"program @main(%0: f32[2]{gpu}) { return }", 1, 26,
        "unknown memory kind 'gpu' (expected one of device, pinned_host, unpinned_host)"},
       {"program @main(%0: f32[2]{}) { return }", 1, 26, "expected a memory kind, got '}'"},
@@ -177,6 +184,35 @@ program @main(%0: f32[2,3], %1: f32[3]{pinned_host}, %2: i32[]) {
   return %9, %2
 }
 )";
+
+// Issue 32: an unknown 1 MB primitive name was echoed whole, and 200,001 operands made a 1.6 MB
+// message. Echoed tokens and lists are bounded (ir/echo.h).
+TEST(ParserErrors, EchoesAreBounded) {
+  const std::string name(1 << 20, 'q');
+  for (const std::string& text :
+       {"program @main(%0: f32[]) { %1 = " + name + " %0 : f32[] return %1 }",
+        "program @main(%0: " + name + "[]) { return }", "program @main(%0: f32[]{" + name + "}) { return }",
+        "program @main(%0: f32[]) { %1 = sin[" + name + "=1] %0 : f32[] return %1 }",
+        "program @main(%0: f32[]) { %1 = sin %0 : f32[] !" + name + " return %1 }"}) {
+    try {
+      parse(text);
+      ADD_FAILURE() << "parsed";
+    } catch (const Error& e) {
+      EXPECT_LT(e.message().size(), 300u) << e.message().substr(0, 300);
+      EXPECT_THAT(e.message(), HasSubstr("qqqq... (1048576 characters)"));
+    }
+  }
+  std::string operands = "%0";
+  for (int i = 0; i < 200000; ++i) operands += ", %0";
+  auto p = parse("program @main(%0: f32[]) { %1 = add " + operands + " : f32[] return %1 }");
+  const std::string wide = ferry::testing::error_of([&] { verify(*p); }).message();
+  EXPECT_LT(wide.size(), 400u) << wide.substr(0, 400);
+  EXPECT_THAT(wide, HasSubstr("takes 2 operand(s), got 200001 (operands: f32[], f32[], f32[], f32[], f32[], f32[], "
+                              "f32[], f32[], ... and 199993 more)"));
+  auto named = parse("program @" + name + "(%0: f32[2]) { %1 = reshape[new_sizes=[3]] %0 : f32[3] return %1 }");
+  const std::string long_name = ferry::testing::error_of([&] { verify(*named); }).message();
+  EXPECT_LT(long_name.size(), 400u) << long_name.substr(0, 400);
+}
 
 TEST(ParserErrors, EveryPrefixParsesOrThrows) {
   const std::string text = kRichProgram;

@@ -182,16 +182,16 @@ TEST(Verifier, RejectsUnknownPrimitive) {
 TEST(Verifier, RejectsBadValueTypes) {
   Program p = good_program();
   p.values[4] = f32({-1});
-  EXPECT_EQ(rejected(p), "program 'main': value %4 has type f32[-1] with a negative dimension size");
+  EXPECT_EQ(rejected(p), "program 'main': value %4: type f32[-1] has a negative dimension size");
 
   Program q = good_program();
   q.add_value(f32({int64_t{1} << 31, int64_t{1} << 31}));  // 2^62 elements, 2^64 bytes
-  EXPECT_EQ(rejected(q), "program 'main': value %5 has type f32[2147483648,2147483648] with a byte size that does "
-                         "not fit in int64");
+  EXPECT_EQ(rejected(q), "program 'main': value %5: type f32[2147483648,2147483648] is too large: more than 2^62 "
+                         "bytes, counting each zero-size dimension as 1 (ferry's limit)");
 
   Program r = good_program();
   r.add_value(f32({int64_t{1} << 40, int64_t{1} << 40}));
-  EXPECT_THAT(rejected(r), HasSubstr("more elements than fit in int64"));
+  EXPECT_THAT(rejected(r), HasSubstr("is too large: more than 2^62 bytes"));
 }
 
 // A body that computes exp(x) + x on f32[3].

@@ -81,6 +81,26 @@ TEST(Jit, WrongArgumentsAreInvalidArgument) {
   EXPECT_EQ(c(fy::ones({3}), fy::ones({3}))[0].to_vector<float>(), (std::vector<float>{2, 2, 2}));
 }
 
+// Issue 32: c(x, {w, w, w}) on a function lowered with {w, w} said "main takes 3 argument(s), got
+// 4": the flat count, not the structure the caller got wrong.
+TEST(Jit, AStructureMismatchIsNamedAsOne) {
+  auto f = fy::jit([](fy::Tensor x, std::vector<fy::Tensor> ws) { return x + ws[0]; });
+  fy::Array w = fy::ones({3});
+  fy::Compiled c = f.lower(fy::ones({3}), std::vector<fy::Array>{w, w}).compile();
+  fy::Error e = error_of([&] { c(fy::ones({3}), std::vector<fy::Array>{w, w, w}); });
+  EXPECT_EQ(e.code(), fy::ErrorCode::invalid_argument);
+  EXPECT_THAT(e.message(), HasSubstr("compiled call: argument 1 has the structure [*, *, *] but the function was "
+                                     "lowered with [*, *]"));
+  fy::Error fewer = error_of([&] { c(fy::ones({3}), std::vector<fy::Array>{w}); });
+  EXPECT_THAT(fewer.message(), HasSubstr("argument 1 has the structure [*] but the function was lowered with [*, *]"));
+  // A list of thousands of arrays is echoed bounded (issue 32: messages bounded).
+  std::vector<fy::Array> many(5000, w);
+  fy::Error huge = error_of([&] { c(fy::ones({3}), many); });
+  EXPECT_THAT(huge.message(), HasSubstr("[*, *, *, *, *, *, *, *, ... and 4992 more]"));
+  EXPECT_LT(huge.message().size(), 300u);
+  EXPECT_EQ(c(fy::ones({3}), std::vector<fy::Array>{w, w})[0].to_vector<float>(), (std::vector<float>{2, 2, 2}));
+}
+
 TEST(Jit, UnknownBackendIsUnimplemented) {
   auto l = fy::jit([](fy::Tensor a) { return a; }).lower(fy::ShapeDtype{{3}});
   auto e = error_of([&] { l.compile({.backend = "cuda"}); });

@@ -278,4 +278,64 @@ TEST(Checkpoint, ErrorsAreInvalidArgument) {
   EXPECT_THAT(not_dot.message(), HasSubstr("dot_dims: the equation is sin, not dot_general"));
 }
 
+// Issue 32: a policy that keeps the Equations it is given read a freed ir::Program once lowering was
+// done (valgrind showed the read; a std::out_of_range escaped). An Equation owns what it exposes, so
+// every one kept reads back as it did during the call, after the program, the trace and the
+// Lowered are gone. tools/sanitize.sh runs this under valgrind too.
+TEST(Checkpoint, EquationsAPolicyKeepsStayValidAfterLowering) {
+  struct Seen {
+    fy::Primitive prim;
+    std::string name, params;
+    std::vector<fy::ShapeDtype> in, out;
+  };
+  auto kept = std::make_shared<std::vector<fy::Equation>>();
+  auto seen = std::make_shared<std::vector<Seen>>();
+  fy::Policy keeper(
+      [kept, seen](const fy::Equation& e) -> fy::Decision {
+        kept->push_back(e);
+        seen->push_back({e.primitive(), e.name(), e.params_text(), e.input_types(), e.output_types()});
+        return fy::Recompute{};
+      },
+      "keeper");
+  {
+    auto f = fy::jit([&](fy::Tensor x, fy::Tensor w) {
+      return fy::grad([&](fy::Tensor v) {
+        return fy::sum(fy::checkpoint([](fy::Tensor a, fy::Tensor b) {
+          return fy::sin(fy::checkpoint_name(fy::matmul(a, b), "proj"));
+        }, keeper)(x, v));
+      })(w);
+    });
+    fy::Lowered lowered = f.lower(fy::ShapeDtype{{2, 3}}, fy::ShapeDtype{{3, 4}});
+    (void)lowered.compile();
+  }  // the traced programs are freed here
+  ASSERT_EQ(kept->size(), seen->size());
+  ASSERT_GE(kept->size(), 3u);
+  bool saw_dot = false, saw_name = false;
+  for (size_t i = 0; i < kept->size(); ++i) {
+    const fy::Equation& e = (*kept)[i];
+    const Seen& s = (*seen)[i];
+    EXPECT_EQ(e.primitive(), s.prim);
+    EXPECT_EQ(e.name(), s.name);
+    EXPECT_EQ(e.params_text(), s.params);
+    ASSERT_EQ(e.input_types().size(), s.in.size());
+    for (size_t k = 0; k < s.in.size(); ++k) EXPECT_EQ(e.input_types()[k].shape, s.in[k].shape);
+    ASSERT_EQ(e.output_types().size(), s.out.size());
+    for (size_t k = 0; k < s.out.size(); ++k) EXPECT_EQ(e.output_types()[k].dtype, s.out[k].dtype);
+    if (e.primitive() == fy::prim::dot_general) {
+      saw_dot = true;
+      EXPECT_EQ(e.dot_dims().lhs_contracting, std::vector<int64_t>{1});
+      EXPECT_EQ(e.input_types()[0].shape, (fy::Shape{2, 3}));
+    } else {
+      EXPECT_EQ(fy::testing::error_of([&] { e.dot_dims(); }).code(), fy::ErrorCode::invalid_argument);
+    }
+    if (e.name() == "proj") saw_name = true;
+  }
+  EXPECT_TRUE(saw_dot);
+  EXPECT_TRUE(saw_name);
+  // A copy outlives the vector it was kept in.
+  fy::Equation copy = kept->front();
+  kept->clear();
+  EXPECT_EQ(copy.primitive(), seen->front().prim);
+}
+
 }  // namespace

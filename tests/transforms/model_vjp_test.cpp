@@ -2,6 +2,8 @@
 // f64: each case is sum(w * f(x...)) with fixed pseudo-random weights w.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ferry/ferry.h"
 #include "support/gradient_check.h"
 
@@ -92,6 +94,25 @@ TEST(ModelVjp, NnFunctions) {
   check([](const Xs& x) { return fy::nn::cross_entropy(x[0], i32s({3, 0, 4, 1}, {4})); }, {{4, 5}}, -3.0, 3.0);
   check([](const Xs& x) { return fy::nn::cross_entropy(x[0], i32s({1, 0, 2, 2, 0, 1}, {2, 3})); }, {{2, 3, 3}}, -3.0, 3.0);
   check([](const Xs& x) { return fy::nn::dropout(fy::random::key(5), 0.3, x[0]); }, {{4, 8}});
+}
+
+// Issue 32: relu's gradient at NaN was 1 (the cotangent passed through the branch NaN took). JAX's
+// is 0 there, as at 0, and so is ferry's own maximum(x, 0.0); the value at NaN stays NaN.
+TEST(ModelVjp, ReluGradientIsOneOnlyWherePositive) {
+  const std::vector<float> xs{NAN, 0.0f, -0.0f, 2.0f, -1.0f, INFINITY, -INFINITY};
+  auto f = fy::jit([](fy::Tensor x) {
+    return std::pair{fy::nn::relu(x), fy::grad([](fy::Tensor y) { return fy::sum(fy::nn::relu(y)); })(x)};
+  });
+  auto out = f(fy::Array::from(xs, {7}));
+  std::vector<float> value = out[0].to_vector<float>(), g = out[1].to_vector<float>();
+  EXPECT_EQ(g, (std::vector<float>{0, 0, 0, 1, 0, 1, 0}));
+  EXPECT_TRUE(std::isnan(value[0]));
+  EXPECT_EQ((std::vector<float>(value.begin() + 1, value.end())), (std::vector<float>{0, 0, 2, 0, INFINITY, 0}));
+  EXPECT_FALSE(std::signbit(value[2]));  // relu(-0) is +0, as max(-0, 0) in JAX
+  // The same as maximum(x, 0.0) wherever that has no tie (at 0 it splits the gradient).
+  auto m = fy::jit([](fy::Tensor x) { return fy::grad([](fy::Tensor y) { return fy::sum(fy::max(y, 0.0)); })(x); });
+  EXPECT_EQ(m(fy::Array::from(std::vector<float>{NAN, 2.0f, -1.0f}, {3}))[0].to_vector<float>(),
+            (std::vector<float>{0, 1, 0}));
 }
 
 TEST(ModelVjp, StopGradientBlocksTheCotangent) {

@@ -2,7 +2,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ferry/scan.h"
+#include "support/error_of.h"
 #include "support/gradient_check.h"
 
 namespace fy = ferry;
@@ -69,6 +72,53 @@ TEST(Scan, ErrorsNameTheProblem) {
   auto same = [](fy::Tensor c, fy::Tensor x) { return std::pair{c + x, x}; };
   EXPECT_THAT(run(same, {{3}}, {{4, 3}}, 5), HasSubstr("has leading axis 4 but the scan has length 5"));
   EXPECT_THAT(run(same, {{}}, {{}}), HasSubstr("xs leaf 0 is a scalar"));
+}
+
+// Issue 32: scan(f, init, Tensor{}, -5) said "give length" although a length was given; with xs, a
+// negative length was silently taken from them.
+TEST(Scan, ANegativeLengthIsNamed) {
+  auto keep = [](fy::Tensor c, fy::Tensor) { return std::pair{c, fy::Tensor{}}; };
+  fy::Error none = fy::testing::error_of([&] {
+    fy::jit([&](fy::Tensor c) { return fy::scan(keep, c, fy::Tensor{}, -5).carry; }).lower(fy::ShapeDtype{{3}});
+  });
+  EXPECT_EQ(none.code(), fy::ErrorCode::invalid_argument);
+  EXPECT_THAT(none.message(), HasSubstr("scan: length -5 is negative; give the number of steps (0 or more), or -1"));
+  fy::Error with_xs = fy::testing::error_of([&] {
+    fy::jit([&](fy::Tensor c, fy::Tensor x) { return fy::scan(keep, c, x, -5).carry; })
+        .lower(fy::ShapeDtype{{3}}, fy::ShapeDtype{{4, 3}});
+  });
+  EXPECT_THAT(with_xs.message(), HasSubstr("length -5 is negative"));
+  fy::Error missing = fy::testing::error_of([&] {
+    fy::jit([&](fy::Tensor c) { return fy::scan(keep, c, fy::Tensor{}).carry; }).lower(fy::ShapeDtype{{3}});
+  });
+  EXPECT_THAT(missing.message(), HasSubstr("there are no xs to take the length from, so give length"));
+}
+
+// `depth` scans of one step each, nested, around sin(c * 2).
+fy::Tensor nested_scans(const fy::Tensor& c, int depth) {
+  if (depth == 0) return fy::sin(c * 2.0);
+  return fy::scan([depth](fy::Tensor d, fy::Tensor) { return std::pair{nested_scans(d, depth - 1), fy::Tensor{}}; },
+                  c, fy::Tensor{}, 1)
+      .carry;
+}
+
+// Issue 32: grad through 32 nested scans lowered, then failed to compile with "value %2 ... more than
+// 32 dimensions". Each scan stacks its residuals along a new axis, so the one the innermost body
+// keeps outgrows the rank limit: refused at lower(), naming the nesting and the residual.
+TEST(Scan, GradThroughTooManyNestedScansIsRefusedAtLower) {
+  auto grad_of = [](int depth) {
+    return fy::jit([depth](fy::Tensor x) {
+      return fy::grad([depth](fy::Tensor y) { return fy::sum(nested_scans(y, depth)); })(x);
+    });
+  };
+  fy::Error e = fy::testing::error_of([&] { grad_of(32).lower(fy::ShapeDtype{{2}}); });
+  EXPECT_EQ(e.code(), fy::ErrorCode::invalid_argument) << e.what();
+  EXPECT_THAT(e.message(), HasSubstr("grad of scan: its backward pass needs the f32[2] output of"));
+  EXPECT_THAT(e.message(), HasSubstr("which each of 32 nested scan(s) stacks along a new leading axis: 33 dimensions, "
+                                     "more than 32 (ferry's limit)"));
+  // One fewer fits, and runs: d/dx sin(2x) = 2 cos(2x).
+  fy::Compiled c = grad_of(31).lower(fy::ShapeDtype{{2}}).compile();
+  EXPECT_FLOAT_EQ(c(fy::ones({2}))[0].to_vector<float>()[0], 2.0f * std::cos(2.0f));
 }
 
 // The same recurrence as a scan and unrolled in C++: h_{t+1} = tanh(W h_t + x_t) + b, y_t = sum(h^2).
