@@ -205,23 +205,7 @@ void run_gemm(const PreparedGemm& g, const void* a, const void* b, void* c, void
   g_gemm_calls.fetch_add(1, std::memory_order_relaxed);
   g.run(a, b, c, scratch);
 }
-void prepare_kernel_thread() {
-  one_thread();
-  const PreparedGemm* tiny = nullptr;
-  try {
-    // One small product, which makes oneDNN's per-thread state (it is prepared once per process).
-    static const PreparedGemm* made =
-        prepare_gemm({.dtype = DType::f32, .m = 16, .n = 16, .k = 16, .lda = 16, .ldb = 16, .ldc = 16});
-    tiny = made;
-  } catch (const Error&) {
-    return;  // a bad FERRY_DOT_PATH: the first product reports it
-  }
-  if (tiny == nullptr) return;
-  alignas(64) float a[256] = {}, b[256] = {}, c[256];
-  std::vector<char> scratch(static_cast<size_t>(gemm_scratch_bytes(*tiny)) + 64);
-  char* aligned = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
-  tiny->run(a, b, c, aligned);
-}
+void prepare_kernel_thread() { one_thread(); }
 
 int64_t gemm_calls() { return g_gemm_calls.load(std::memory_order_relaxed); }
 

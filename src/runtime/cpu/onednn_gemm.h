@@ -43,8 +43,9 @@ int64_t gemm_scratch_bytes(const PreparedGemm& g);
 std::string gemm_implementation(const PreparedGemm& g);
 // Runs it on the calling thread; `scratch` holds gemm_scratch_bytes(g) bytes, 64-byte aligned.
 void run_gemm(const PreparedGemm& g, const void* a, const void* b, void* c, void* scratch);
-// Makes the calling thread's oneDNN state (its OpenMP team of one, and whatever oneDNN keeps per
-// thread), so that a thread of ferry's pool allocates it when it starts, not inside a run.
+// Makes the calling thread's OpenMP state (its team of one, which libgomp allocates on the first
+// call), so that a thread of ferry's pool allocates it when it starts, not inside a run. Nothing
+// of oneDNN's runs here: a pool thread may start while the process exits.
 void prepare_kernel_thread();
 // The products run_gemm has run in this process (tests/heap allows oneDNN's bookkeeping per product).
 int64_t gemm_calls();
