@@ -177,7 +177,9 @@ void dump(const std::string& dir) {
 std::string machine() {
   utsname u{};
   uname(&u);
-  return fmt::format("{} {}, {} hardware threads", u.sysname, u.machine, std::thread::hardware_concurrency());
+  // The processor, its ISA and the kernel path every figure ran on (machines change between runs).
+  return fmt::format("{} {}, {} hardware threads; {}", u.sysname, u.machine, std::thread::hardware_concurrency(),
+                     ferry::machine_info().summary());
 }
 
 }  // namespace

@@ -150,16 +150,21 @@ BlasCore openblas_core() {
 std::string dot_path_summary() {
   const DotPath path = chosen_dot_path();
   const BlasCore blas = openblas_core();
-  std::string blas_text = fmt::format("OpenBLAS {}{}", blas.name, blas.shortfall.empty() ? "" : " (below this processor: " + std::to_string(blas.lanes) + " of " + std::to_string(dot_path_lanes(widest_dot_path())) + " lanes)");
+  const std::string openblas = fmt::format("OpenBLAS {}{}", blas.name,
+                                           blas.shortfall.empty() ? "" : fmt::format(" (below this processor: {} of {} lanes)",
+                                                                                       blas.lanes, dot_path_lanes(widest_dot_path())));
   if (path == DotPath::openblas)
-    return fmt::format("dot_general: path openblas (FERRY_DOT_PATH), f32/bf16/f16 and f64 on {}", blas_text);
-  auto impl = [](DType t) {
+    return fmt::format("dot_general: path openblas (FERRY_DOT_PATH): f32 and f64 on {}, bf16 and f16 widened to f32", openblas);
+  // The kernels oneDNN picks for a product of each type (a dense 256^3 one), or none.
+  auto onednn = [](DType t) {
     const PreparedGemm* g = prepare_gemm({.dtype = t, .m = 256, .n = 256, .k = 256, .lda = 256, .ldb = 256, .ldc = 256});
-    return g ? gemm_implementation(*g) : std::string("widened to f32");
+    return g ? gemm_implementation(*g) : std::string();
   };
+  const std::string f32 = onednn(DType::f32), bf16 = onednn(DType::bf16);
   const dnnl_version_t* v = dnnl_version();
-  return fmt::format("dot_general: oneDNN {}.{}.{}, path {} (f32 {}, bf16 {}); f64 on {}", v->major, v->minor, v->patch,
-                     dot_path_name(path), impl(DType::f32), impl(DType::bf16), blas_text);
+  return fmt::format("dot_general: path {} (oneDNN {}.{}.{}); bf16 {}; f32 {}; f64 {}", dot_path_name(path), v->major,
+                     v->minor, v->patch, bf16.empty() ? "widened to f32" : "oneDNN " + bf16,
+                     f32.empty() ? openblas : fmt::format("oneDNN {} where large, else {}", f32, openblas), openblas);
 }
 
 }  // namespace ferry::runtime::cpu

@@ -22,10 +22,11 @@ MachineInfo machine_info() {
   m.dot_general = cpu::dot_path_summary();
   m.threads = cpu::num_threads();
   const cpu::BlasCore blas = cpu::openblas_core();
-  if (!blas.shortfall.empty())
-    m.warnings.push_back(blas.shortfall + (cpu::chosen_dot_path() == cpu::DotPath::openblas
-                                               ? ": every product runs on it (FERRY_DOT_PATH=openblas)"
-                                               : ": only f64 products run on it"));
+  const cpu::DotPath path = cpu::chosen_dot_path();
+  if (path != cpu::widest_dot_path() && path != cpu::DotPath::openblas)
+    m.warnings.push_back(fmt::format("FERRY_DOT_PATH={} holds matrix products below this processor's widest path, {}",
+                                     cpu::dot_path_name(path), cpu::dot_path_name(cpu::widest_dot_path())));
+  if (!blas.shortfall.empty()) m.warnings.push_back(blas.shortfall);
   return m;
 }
 

@@ -8,6 +8,7 @@
 
 #include "ferry/error.h"
 #include "runtime/cpu/cpu_features.h"
+#include "runtime/cpu/dot_path.h"
 
 #ifndef FERRY_OPENBLAS_LIBRARY
 #define FERRY_OPENBLAS_LIBRARY "libopenblas.so.0"
@@ -29,7 +30,7 @@ OpenBlas load() {
   const char* own = std::getenv("FERRY_OPENBLAS_CORETYPE");
   const char* before = std::getenv("OPENBLAS_CORETYPE");
   const std::string saved = before ? before : "";
-  b.requested_core = own && *own ? own : openblas_core_for(cpu_features());
+  b.requested_core = own && *own ? own : openblas_core_for(cpu_features(), chosen_dot_path());
   setenv("OPENBLAS_CORETYPE", b.requested_core.c_str(), 1);
   // The soname first (Debian's alternatives choose the build), then the file the build linked.
   void* lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
@@ -47,10 +48,13 @@ OpenBlas load() {
 
 }  // namespace
 
-std::string openblas_core_for(const CpuFeatures& f) {
-  if (f.has_avx512_core()) return "SkylakeX";
-  if (f.has_avx2()) return "Haswell";
-  if (f.avx && f.os_avx) return "Sandybridge";
+std::string openblas_core_for(const CpuFeatures& f, DotPath path) {
+  // A path below the processor (FERRY_DOT_PATH=avx2, say) holds OpenBLAS to it too.
+  const bool avx512 = f.has_avx512_core() && path != DotPath::sse41 && path != DotPath::avx2;
+  const bool avx2 = f.has_avx2() && path != DotPath::sse41;
+  if (avx512) return "SkylakeX";
+  if (avx2) return "Haswell";
+  if (f.avx && f.os_avx && path != DotPath::sse41) return "Sandybridge";
   if (f.sse41) return "Nehalem";
   return "Prescott";
 }

@@ -16,6 +16,7 @@
 namespace ferry::runtime::cpu {
 
 struct CpuFeatures;
+enum class DotPath;
 
 enum CblasOrder { kCblasRowMajor = 101 };
 enum CblasTranspose { kCblasNoTrans = 111, kCblasTrans = 112 };
@@ -34,7 +35,7 @@ struct OpenBlas {
 // be loaded (the build found it, so the installation changed).
 const OpenBlas& openblas();
 
-// The OpenBLAS core whose kernels use the widest vectors these features offer.
-std::string openblas_core_for(const CpuFeatures& f);
+// The OpenBLAS core whose kernels use the widest vectors these features offer, up to the path's.
+std::string openblas_core_for(const CpuFeatures& f, DotPath path);
 
 }  // namespace ferry::runtime::cpu
