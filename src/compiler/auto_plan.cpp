@@ -33,6 +33,63 @@ struct Group {
   int early_end = -1, late_begin = -1;
 };
 
+// Under policies::automatic, differentiation puts in the backward pass all the work on forward
+// values that the backward pass needs (cos(x) for sin's cotangent, say), marked automatic, as if it
+// were all recomputed. Once every twin is saved (no limit), what remains automatic at the top level
+// recomputes nothing: it is work on saved forward values, done once. It moves to the forward pass,
+// right after what it reads, and is no longer marked: the program everything_saveable's
+// differentiation makes, so that fusion groups it with the forward pass and cost_analysis counts it
+// as work, not recomputation. (The bodies of scans are left as they are.)
+std::shared_ptr<ir::Program> hoist_residual_work(const ir::Program& program) {
+  auto out = std::make_shared<ir::Program>(program);
+  ir::Program& p = *out;
+  const size_t n = p.equations.size();
+  std::vector<int> def(p.values.size(), -1);
+  for (size_t e = 0; e < n; ++e)
+    for (ValueId v : p.equations[e].outputs) def[static_cast<size_t>(v)] = static_cast<int>(e);
+  // An equation moves when it is automatic and reads only values defined before every automatic
+  // equation's position by equations that stay (forward values) or by equations that move.
+  std::vector<char> moves(n, 0);
+  std::vector<int> after(n, -1);  // the equation it moves behind (-1: the program's start)
+  for (size_t e = 0; e < n; ++e) {
+    const ir::Equation& eq = p.equations[e];
+    if (!eq.automatic || !eq.subprograms.empty()) continue;
+    bool ok = true;
+    int last = -1;
+    for (ValueId v : eq.inputs) {
+      const int d = def[static_cast<size_t>(v)];
+      if (d < 0) continue;  // a program input
+      const ir::Equation& producer = p.equations[static_cast<size_t>(d)];
+      if (producer.automatic && !moves[static_cast<size_t>(d)]) ok = false;
+      if (!producer.automatic && producer.rematerialized) ok = false;
+      last = std::max(last, moves[static_cast<size_t>(d)] ? after[static_cast<size_t>(d)] : d);
+    }
+    if (!ok) continue;
+    moves[e] = 1;
+    after[e] = last;
+  }
+  std::vector<std::vector<size_t>> behind(n + 1);  // by position + 1: the moved equations after it
+  for (size_t e = 0; e < n; ++e)
+    if (moves[e]) behind[static_cast<size_t>(after[e] + 1)].push_back(e);
+  std::vector<ir::Equation> order;
+  order.reserve(n);
+  auto place_moved = [&](size_t slot) {
+    for (size_t m : behind[slot]) {
+      ir::Equation eq = p.equations[m];
+      eq.automatic = false;
+      eq.rematerialized = false;
+      order.push_back(std::move(eq));
+    }
+  };
+  place_moved(0);
+  for (size_t e = 0; e < n; ++e) {
+    if (!moves[e]) order.push_back(p.equations[e]);
+    place_moved(e + 1);
+  }
+  p.equations = std::move(order);
+  return out;
+}
+
 struct Planned {
   std::shared_ptr<ir::Program> before_tail;  // the program as the planner leaves it
   std::shared_ptr<ir::Program> program;      // after the remaining passes
@@ -173,6 +230,17 @@ class Planner {
     }
   }
   size_t num_groups() const { return groups_.size(); }
+
+  // A program the planner made, through the remaining passes.
+  Planned plan_from(std::shared_ptr<ir::Program> before_tail) const {
+    Planned out;
+    out.before_tail = std::move(before_tail);
+    auto [program, plan] = tail_(*out.before_tail);
+    out.program = program;
+    out.plan = plan;
+    out.peak = memory_stats(*program, *plan).peak_memory_in_bytes;
+    return out;
+  }
 
   Planned plan(const std::vector<Kind>& per_group, const PlanTail* with = nullptr) const {
     std::vector<TwinChoice> choices(twins_.twins.size(), TwinChoice::recompute);
@@ -332,7 +400,16 @@ bool plan_automatic(ir::Program& program, const CompileOptions& options, const P
                     const PlanTail* pose_tail) {
   if (!has_automatic(program) && !(options.fit_to_limit && options.device_memory_limit > 0)) return false;
   Planner planner(program, options, tail);
-  if (planner.empty() && !options.fit_to_limit) return false;
+  if (planner.empty() && !options.fit_to_limit) {
+    // No forward twin to choose for: what is automatic is work on forward values alone, done once.
+    // It moves to the forward pass where that fits (see hoist_residual_work).
+    if (!has_automatic(program)) return false;
+    Planned early = planner.plan_from(hoist_residual_work(program));
+    if (options.device_memory_limit > 0 && early.peak > options.device_memory_limit) return false;
+    if (report) report->peak = early.peak;
+    program = *early.before_tail;
+    return true;
+  }
   AutoPlanReport local;
   AutoPlanReport& r = report ? *report : local;
   r.candidates = static_cast<int>(planner.num_groups());  // (splits added below count too)
@@ -348,7 +425,13 @@ bool plan_automatic(ir::Program& program, const CompileOptions& options, const P
   std::vector<Kind> all_saved(planner.num_groups(), Kind::save);
   Planned saved = planner.plan(all_saved);
   r.attempts = 1;
-  if (limit <= 0 || saved.peak <= limit) return finish(saved, all_saved);
+  r.all_saved_peak = saved.peak;
+  // Everything saved, and the backward pass's work on forward values done in the forward pass: the
+  // plan everything_saveable makes, the fastest, where it fits; else everything saved as it is.
+  Planned early = planner.plan_from(hoist_residual_work(*saved.before_tail));
+  r.attempts += 1;
+  if (limit <= 0 || early.peak <= limit) return finish(early, all_saved);
+  if (saved.peak <= limit) return finish(saved, all_saved);
 
   const Planned posed = pose_tail ? planner.plan(all_saved, pose_tail) : saved;
   if (options.fit_to_limit) {

@@ -37,6 +37,7 @@ struct AutoPlanReport {
   int saved = 0, offloaded = 0, recomputed = 0;
   int attempts = 0;       // plans made
   int64_t peak = 0;       // the chosen plan's device peak
+  int64_t all_saved_peak = 0;  // the peak with every candidate saved, where the choice starts
   AutoProblem problem;    // as posed on the all-saved plan (empty when that plan fit)
   std::vector<int> choice;
 };

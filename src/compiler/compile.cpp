@@ -10,7 +10,7 @@
 #include "ferry/error.h"
 #include "runtime/backend.h"
 #include "runtime/workspace.h"
-#include "transforms/lower_calls.h"
+#include "compiler/lower_calls.h"
 
 namespace ferry::compiler {
 namespace {
@@ -70,7 +70,7 @@ CompiledProgram compile(const std::shared_ptr<const ir::Program>& lowered, const
   plan_options.temporaries_in_outputs = true;
   CompiledProgram out;
   out.options = options;
-  out.program = run_pipeline(*transforms::lower_calls(lowered), options, {}, plan_options);
+  out.program = run_pipeline(*lower_calls(lowered), options, {}, plan_options);
   out.plan = plan_memory(*out.program, /*outputs_external=*/false, plan_options);
   check_device_limit(*out.program, *out.plan, options.device_memory_limit);
   out.executable = std::make_shared<const runtime::Executable>(out.program, out.plan, options.backend,

@@ -18,11 +18,19 @@ using ir::ValueId;
 
 size_t idx(ValueId v) { return static_cast<size_t>(v); }
 
+// What an equation computes: its primitive, parameters, name, bodies (the same body objects: a
+// replayed equation shares its original's) and operands.
 std::string key(const ir::Equation& eq, const std::vector<ValueId>& inputs) {
   std::string k = fmt::format("{}|{}|{}|", static_cast<int>(eq.prim), ir::params_to_string(eq.params), eq.name);
+  for (const auto& body : eq.subprograms) k += fmt::format("{}|", static_cast<const void*>(body.get()));
   for (ValueId v : inputs) k += fmt::format("{},", v);
   return k;
 }
+
+// Equations with bodies are matched only where they run no differentiated work of their own
+// (a while_loop, a plain scan recomputed whole): a scan or checkpoint whose body recomputes
+// (!remat inside) is a backward pass, which the scan pairs below handle.
+bool body_matchable(const ir::Equation& eq);
 
 // Matches the automatic equations of `bp` with equations of `fp`. `canon` maps bp's values to the
 // fp values they equal (-1: none); at the top level (fp == bp) every value is itself.
@@ -42,7 +50,7 @@ void match(const ir::Program& fp, const ir::Program& bp, std::vector<ValueId> ca
   std::unordered_map<std::string, size_t> table;
   for (size_t e = 0; e < fp.equations.size(); ++e) {
     const ir::Equation& eq = fp.equations[e];
-    if (eq.rematerialized || !eq.subprograms.empty() || eq.outputs.empty()) continue;
+    if (eq.rematerialized || !body_matchable(eq) || eq.outputs.empty()) continue;
     table.emplace(key(eq, keyed(eq.inputs)), e);
   }
   const size_t first = out.twins.size();
@@ -50,7 +58,7 @@ void match(const ir::Program& fp, const ir::Program& bp, std::vector<ValueId> ca
   // made again in the backward body, say); only automatic ones are twins, which may be replaced.
   for (size_t e = 0; e < bp.equations.size(); ++e) {
     const ir::Equation& eq = bp.equations[e];
-    if (!eq.subprograms.empty() || eq.outputs.empty()) continue;
+    if (!body_matchable(eq) || eq.outputs.empty()) continue;
     std::vector<ValueId> in;
     bool known = true;
     for (ValueId v : eq.inputs) {
@@ -84,6 +92,14 @@ bool has_remat(const ir::Program& p) {
   for (const ir::Equation& eq : p.equations)
     if (eq.rematerialized || (!eq.subprograms.empty() && has_remat(*eq.subprograms[0]))) return true;
   return false;
+}
+
+bool body_matchable(const ir::Equation& eq) {
+  if (eq.subprograms.empty()) return true;
+  if (eq.prim != Primitive::while_loop && eq.prim != Primitive::scan) return false;
+  for (const auto& body : eq.subprograms)
+    if (!body || has_remat(*body) || has_automatic(*body)) return false;
+  return true;
 }
 
 }  // namespace

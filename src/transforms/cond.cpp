@@ -121,7 +121,7 @@ struct CondResiduals {
 };
 
 std::vector<Tensor> cond_forward(const ir::Equation& eq, const std::vector<Tensor>& in, std::any& residuals) {
-  std::vector<Tensor> out = detail::current_tracer("cond").bind(eq.prim, eq.params, in, eq.name, eq.subprograms);
+  std::vector<Tensor> out = replay(eq, in);
   residuals = std::make_shared<const CondResiduals>(CondResiduals{in, out});
   return out;
 }

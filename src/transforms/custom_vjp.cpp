@@ -136,12 +136,7 @@ struct CustomVjpResiduals {
 std::vector<Tensor> custom_vjp_forward(const ir::Equation& eq, const std::vector<Tensor>& in, std::any& residuals) {
   const ir::Program& fwd = *eq.subprograms.at(1);
   const size_t no = eq.subprograms.at(0)->outputs.size();
-  detail::Tracer& tracer = detail::current_tracer("custom_vjp");
-  const size_t first = tracer.num_equations();
-  std::vector<Tensor> out = emit(fwd, in);
-  for (size_t i = 0; i < fwd.equations.size() && first + i < tracer.num_equations(); ++i)
-    if (tracer.equation(first + i).decision.kind == ir::RematDecision::Kind::none)
-      tracer.equation(first + i).decision = fwd.equations[i].decision;
+  std::vector<Tensor> out = emit(fwd, in);  // replayed with their decisions
   auto r = std::make_shared<CustomVjpResiduals>();
   r->outputs = slice_of(out, 0, no);
   r->residuals = slice_of(out, no, out.size() - no);

@@ -39,19 +39,31 @@ ClosedProgram trace_closed(const std::string& name, const std::vector<ir::Type>&
   return closed;
 }
 
+std::vector<Tensor> replay(const ir::Equation& eq, const std::vector<Tensor>& inputs) {
+  return replay(eq, inputs, eq.subprograms);
+}
+
+std::vector<Tensor> replay(const ir::Equation& eq, const std::vector<Tensor>& inputs,
+                           std::vector<std::shared_ptr<const ir::Program>> bodies) {
+  detail::Tracer& tracer = detail::current_tracer(primitive_name(eq.prim));
+  std::vector<Tensor> out = tracer.bind(eq.prim, eq.params, inputs, eq.name, std::move(bodies));
+  ir::Equation& made = tracer.equation(tracer.num_equations() - 1);
+  made.decision = eq.decision;
+  made.rematerialized = eq.rematerialized;
+  made.automatic = eq.automatic;
+  return out;
+}
+
 std::vector<Tensor> emit(const ir::Program& program, const std::vector<Tensor>& inputs) {
   if (inputs.size() != program.inputs.size())
     throw Error(ErrorCode::internal, fmt::format("emit: program {} takes {} inputs, got {}", program.name,
                                                  program.inputs.size(), inputs.size()));
   std::vector<Tensor> env(program.values.size());
   for (size_t i = 0; i < inputs.size(); ++i) env[static_cast<size_t>(program.inputs[i])] = inputs[i];
-  detail::Tracer* tracer = &detail::current_tracer(program.name);
   for (const ir::Equation& eq : program.equations) {
     std::vector<Tensor> in;
     for (ir::ValueId v : eq.inputs) in.push_back(env[static_cast<size_t>(v)]);
-    std::vector<Tensor> out = tracer->bind(eq.prim, eq.params, in, eq.name, eq.subprograms);
-    tracer->equation(tracer->num_equations() - 1).rematerialized = eq.rematerialized;
-    tracer->equation(tracer->num_equations() - 1).automatic = eq.automatic;
+    std::vector<Tensor> out = replay(eq, in);
     for (size_t i = 0; i < out.size(); ++i) env[static_cast<size_t>(eq.outputs[i])] = out[i];
   }
   std::vector<Tensor> outs;

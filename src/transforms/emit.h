@@ -27,9 +27,17 @@ using TracedFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 // that trace's tensors: they become captures). Throws INVALID_ARGUMENT when no trace is active.
 ClosedProgram trace_closed(const std::string& name, const std::vector<ir::Type>& input_types, const TracedFn& fn);
 
-// Appends program's equations to the innermost active trace and returns the tensors of its outputs.
-// Rematerialized marks are kept; checkpoint decisions are not (they were applied already).
-// inputs must match the program's inputs (tensors of enclosing traces are captured as usual).
+// The one way to rebind an equation into the innermost active trace: eq on `inputs` (with eq's
+// bodies, or `bodies` where given), carrying every annotation it has (name, checkpoint decision,
+// rematerialized, automatic). A caller that means to drop one clears it on the result. Returns its
+// outputs.
+std::vector<Tensor> replay(const ir::Equation& eq, const std::vector<Tensor>& inputs);
+std::vector<Tensor> replay(const ir::Equation& eq, const std::vector<Tensor>& inputs,
+                           std::vector<std::shared_ptr<const ir::Program>> bodies);
+
+// Appends program's equations to the innermost active trace (each by replay) and returns the
+// tensors of its outputs. inputs must match the program's inputs (tensors of enclosing traces are
+// captured as usual).
 std::vector<Tensor> emit(const ir::Program& program, const std::vector<Tensor>& inputs);
 
 // The tensor type of t.

@@ -64,6 +64,14 @@ Linearization::Linearization(std::shared_ptr<const ir::Program> program, std::ve
   env_.resize(p.values.size());
   residuals_.resize(p.equations.size());
   for (size_t i = 0; i < inputs_.size(); ++i) env_[static_cast<size_t>(p.inputs[i])] = inputs_[i];
+  active_.assign(p.values.size(), 0);
+  for (ir::ValueId v : p.inputs) active_[static_cast<size_t>(v)] = is_floating(p.type(v).dtype);
+  for (const ir::Equation& eq : p.equations) {
+    if (eq.prim == Primitive::stop_gradient) continue;
+    bool any = false;
+    for (ir::ValueId v : eq.inputs) any = any || active_[static_cast<size_t>(v)];
+    for (ir::ValueId v : eq.outputs) active_[static_cast<size_t>(v)] = any;
+  }
   detail::Tracer& tracer = detail::current_tracer(p.name);
   for (size_t e = 0; e < p.equations.size(); ++e) {
     const ir::Equation& eq = p.equations[e];
@@ -74,9 +82,7 @@ Linearization::Linearization(std::shared_ptr<const ir::Program> program, std::ve
     if (const ControlFlowVjp* cf = control_flow_vjp(eq.prim)) {
       out = cf->forward(eq, in, residuals_[e]);
     } else {
-      out = tracer.bind(eq.prim, eq.params, in, eq.name, eq.subprograms);
-      tracer.equation(tracer.num_equations() - 1).rematerialized = eq.rematerialized;
-      tracer.equation(tracer.num_equations() - 1).automatic = eq.automatic;
+      out = replay(eq, in);
     }
     inherit_decision(tracer, first, eq);
     for (size_t i = 0; i < out.size(); ++i) env_[static_cast<size_t>(eq.outputs[i])] = out[i];
@@ -107,7 +113,9 @@ std::vector<Tensor> Linearization::backward(const std::vector<Tensor>& output_co
       cts_out.push_back(ct[static_cast<size_t>(v)]);
       any = any || cts_out.back().defined();
     }
-    if (!any) continue;
+    bool active_input = false;
+    for (ir::ValueId v : eq.inputs) active_input = active_input || active_[static_cast<size_t>(v)];
+    if (!any || !active_input) continue;
     std::vector<Tensor> cts_in;
     detail::Tracer& tracer = detail::current_tracer(p.name);
     size_t first = tracer.num_equations();

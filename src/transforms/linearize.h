@@ -34,6 +34,10 @@ class Linearization {
   std::vector<Tensor> inputs_, outputs_;
   std::vector<Tensor> env_;         // primal tensor of each value
   std::vector<std::any> residuals_;  // per equation, for control-flow rules
+  // Per value: it depends on a floating input (stop_gradient cuts the dependence). An equation none
+  // of whose inputs is active needs no VJP: nothing its cotangents reach is differentiated (a
+  // while_loop on stop_gradient values, say, has none).
+  std::vector<char> active_;
 };
 
 // Forward/backward pair of a primitive whose VJP needs residuals computed in its forward.

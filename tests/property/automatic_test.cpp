@@ -141,3 +141,4 @@ TEST(AutomaticPlanner, FitToLimitOffloadsWithoutCheckpoints) {
   std::printf("fit_to_limit: %d programs, %d fitted below their peak, %d refused\n", programs, fitted_below, refused);
   if (programs >= 50) EXPECT_GT(fitted_below, programs / 20);
 }
+
