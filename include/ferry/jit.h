@@ -124,8 +124,10 @@ class Lowered {
   std::shared_ptr<const detail::LoweredImpl> impl_;
 };
 
-// A Lowered program from IR text (as printed by as_text()). Bad text is INVALID_ARGUMENT with the
-// line and column; a program that does not verify is INVALID_ARGUMENT naming the equation.
+// A Lowered program from IR text (as Lowered::as_text() prints it). Bad text is INVALID_ARGUMENT
+// with the line and column; a program that does not verify is INVALID_ARGUMENT naming the
+// equation; so is one holding the compiler's own primitives (copy_start, copy_done, fused), which a
+// compiled program's text has: they are made after differentiation, by passes no input goes past.
 Lowered parse_program(const std::string& text);
 
 namespace detail {

@@ -49,7 +49,7 @@ struct Def {
 // positions in errors point at the offending token.
 class Parser final : public ParamValueReader {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  Parser(std::string_view text, ParseOptions options) : text_(text), options_(options) {}
 
   std::shared_ptr<Program> parse_all() {
     auto p = parse_program(0);
@@ -394,6 +394,11 @@ class Parser final : public ParamValueReader {
     if (prim_name.empty()) expected("a primitive name");
     const prims::PrimitiveInfo* info = prims::find(prim_name);
     if (info == nullptr) fail_at(prim_pos, fmt::format("unknown primitive '{}'", echo(prim_name)));
+    if (!options_.compiler_ops &&
+        (info->prim == Primitive::copy_start || info->prim == Primitive::copy_done || info->prim == Primitive::fused))
+      fail_at(prim_pos, fmt::format("'{}' is made by the compiler and cannot be part of a program it is given "
+                                    "(write device_put for a copy between memory kinds, and the operations for a fused loop)",
+                                    info->name));
 
     Equation eq;
     eq.prim = info->prim;
@@ -515,11 +520,12 @@ class Parser final : public ParamValueReader {
   }
 
   std::string_view text_;
+  ParseOptions options_;
   size_t pos_ = 0;
 };
 
 }  // namespace
 
-std::shared_ptr<Program> parse(std::string_view text) { return Parser(text).parse_all(); }
+std::shared_ptr<Program> parse(std::string_view text, ParseOptions options) { return Parser(text, options).parse_all(); }
 
 }  // namespace ferry::ir

@@ -29,6 +29,14 @@ namespace ferry::ir {
 // columns count from 1; columns count bytes.
 //
 // It checks syntax and names only: operand counts, shapes and types are the verifier's business.
-std::shared_ptr<Program> parse(std::string_view text);
+//
+// The compiler's own primitives (copy_start, copy_done, fused: what passes make after
+// differentiation) are accepted only where `compiler_ops` is set (pass tests, and text a compiled
+// program printed); in a user's program they are INVALID_ARGUMENT, since no pass before the ones
+// that make them handles them.
+struct ParseOptions {
+  bool compiler_ops = true;
+};
+std::shared_ptr<Program> parse(std::string_view text, ParseOptions options = {});
 
 }  // namespace ferry::ir

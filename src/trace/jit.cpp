@@ -82,13 +82,19 @@ Compiled Lowered::compile(const CompileOptions& options) const {
   return Compiled(std::move(impl));
 }
 
-Lowered parse_program(const std::string& text) {
-  auto program = ir::parse(text);
+namespace {
+Lowered lowered_from_text(const std::string& text, bool compiler_ops) {
+  auto program = ir::parse(text, {.compiler_ops = compiler_ops});
   ir::verify(*program);
   auto impl = std::make_shared<detail::LoweredImpl>();
   impl->program = std::move(program);
   return Lowered(std::move(impl));
 }
+}  // namespace
+
+Lowered parse_program(const std::string& text) { return lowered_from_text(text, false); }
+
+Lowered detail::parse_program_with_compiler_ops(const std::string& text) { return lowered_from_text(text, true); }
 
 std::vector<Array> Compiled::run(const std::vector<Array>& flat_args) const {
   ExecutionStats stats;

@@ -22,6 +22,10 @@ struct LoweredImpl {
   std::shared_ptr<const TreeDef> input_structure, output_structure;
 };
 
+// parse_program for text that may hold the compiler's own primitives (fused, copy_start,
+// copy_done): tests and fuzzers that start from a compiled program's text.
+Lowered parse_program_with_compiler_ops(const std::string& text);
+
 struct CompiledImpl {
   // A constructor, not aggregate initialisation in make_shared, which clang 14 lacks (fuzz builds).
   CompiledImpl(std::shared_ptr<const ir::Program> program, std::shared_ptr<const compiler::MemoryPlan> plan,

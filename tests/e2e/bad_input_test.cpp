@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "ferry/ferry.h"
+#include "trace/lowered.h"
 #include "support/error_of.h"
 #include "support/memory_check.h"
 
@@ -277,12 +278,12 @@ TEST(BadInput, CopyDestinationsReadOutsideTheirPair) {
            "  %2 = device_put[dst=device] %1 : f32[4]\n  %3 = copy_done %1, %0 : f32[4]{pinned_host}\n  return %2\n}\n",
            // returned
            "  %2 = copy_done %1, %0 : f32[4]{pinned_host}\n  return %1\n}\n"})
-    expect_error(ErrorCode::invalid_argument, "destination of a copy_start", [&] { fy::parse_program(header + rest); });
+    expect_error(ErrorCode::invalid_argument, "destination of a copy_start", [&] { fy::detail::parse_program_with_compiler_ops(header + rest); });
 }
 
 TEST(BadInput, UnusedCopyDone) {
   // An unused copy pair is dead code like any other: compiling removes both halves and runs.
-  fy::Lowered l = fy::parse_program(
+  fy::Lowered l = fy::detail::parse_program_with_compiler_ops(
       "program @main(%0: f32[4]) {\n  %1 = copy_start[dst=pinned_host] %0 : f32[4]{pinned_host}\n"
       "  %2 = copy_done %1, %0 : f32[4]{pinned_host}\n  %3 = sin %0 : f32[4]\n  return %3\n}\n");
   std::vector<fy::Array> out = fy::testing::run_checked(l.compile(), {fy::ones({4})});

@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "fuzz_input.h"
+#include "ir/parser.h"
+#include "trace/lowered.h"
 
 namespace {
 
@@ -43,13 +45,38 @@ TEST(FuzzRegressions, CopyDoneMustNameItsCopyStartsSource) {
   std::stringstream text;
   text << in.rdbuf();
   try {
-    ferry::parse_program(text.str());
+    ferry::detail::parse_program_with_compiler_ops(text.str());
     ADD_FAILURE() << "parsed";
   } catch (const ferry::Error& e) {
     EXPECT_EQ(e.code(), ferry::ErrorCode::invalid_argument);
     EXPECT_NE(std::string(e.what()).find("waits for the copy of %2 (%4 = copy_start) but names %3 as its source"),
               std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+
+namespace {
+
+// A user's text with the compiler's own primitives: once `fused` whose body multiplies by a
+// constant was accepted, and simplify then failed with INTERNAL. Now the parser refuses it, naming
+// the primitive and where it is; pass tests still read such text (ir::parse's compiler_ops).
+TEST(FuzzRegressions, CompilerOnlyPrimitivesInAUsersTextAreRefused) {
+  std::ifstream in(std::string(FERRY_FUZZ_REGRESSIONS) + "/fused_in_user_text.ir");
+  std::stringstream text;
+  text << in.rdbuf();
+  for (const std::string& t : {text.str(), std::string("program @p(%0: f32[2]) {\n  %1 = copy_start[dst=pinned_host] %0 : f32[2]{pinned_host}\n  %2 = copy_done %1, %0 : f32[2]{pinned_host}\n  return %2\n}\n")}) {
+    try {
+      ferry::parse_program(t);
+      ADD_FAILURE() << "parsed:\n" << t;
+    } catch (const ferry::Error& e) {
+      EXPECT_EQ(e.code(), ferry::ErrorCode::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find("is made by the compiler"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("line 2"), std::string::npos) << e.what();
+    }
+  }
+  // The same text still parses for the passes' own tests.
+  EXPECT_NO_THROW(ferry::ir::parse(text.str()));
 }
 
 }  // namespace

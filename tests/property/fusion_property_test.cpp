@@ -17,6 +17,7 @@
 
 #include "compiler/fuse.h"
 #include "ferry/ferry.h"
+#include "trace/lowered.h"
 #include "ir/parser.h"
 
 namespace ferry {
@@ -289,7 +290,7 @@ TEST(FusionProperty, RowsLongerThanABlockFromText) {
       "  }\n"
       "  return %1, %2\n"
       "}\n";
-  Compiled f = parse_program(fused).compile(), u = parse_program(unfused).compile();
+  Compiled f = detail::parse_program_with_compiler_ops(fused).compile(), u = parse_program(unfused).compile();
   EXPECT_GT(f.memory_analysis().temp_size_in_bytes, 0) << "the long rows' slots are a declared workspace";
   const std::vector<Array> args = random_args({{3, 20000}}, 11);
   std::vector<Array> got = f.run(args), want = u.run(args);

@@ -29,7 +29,9 @@ std::string text_difference(const std::string& a, const std::string& b) {
   }
 }
 
-std::string round_trip(const std::string& text) { return text_difference(text, parse_program(text).as_text()); }
+std::string round_trip(const std::string& text) {
+  return text_difference(text, detail::parse_program_with_compiler_ops(text).as_text());
+}
 
 auto grad_program(const RandomProgram& p, bool checkpoints) {
   return jit([&p, checkpoints](std::vector<Tensor> xs) {
@@ -113,7 +115,7 @@ std::optional<Failure> check(const RandomProgram& p, CheckStats* stats) {
     if (std::string d = testing::high_water_mismatch(compiled); !d.empty()) return Failure{stage, d};
 
     stage = "the program parsed from text gives identical gradients";
-    std::vector<Array> reparsed = parse_program(text).compile({.checked = true}).run(args);
+    std::vector<Array> reparsed = detail::parse_program_with_compiler_ops(text).compile({.checked = true}).run(args);
     for (size_t i = 0; i < got.size(); ++i)
       if (!got[i].equals(reparsed.at(i))) return Failure{stage, fmt::format("gradient {} differs", i)};
 
