@@ -63,7 +63,7 @@ CompiledProgram compile(const std::shared_ptr<const ir::Program>& lowered, const
   }
   // Fused groups only where the backend runs them as kernels (the CUDA backend has no fused kernel
   // yet: there every equation stays its own kernel).
-  if (options.fuse && runtime::backend(options.backend).kernel(Primitive::fused) == nullptr) options.fuse = false;
+  if (options.fuse && runtime::backend(options.backend).kernel(ir::op::fused) == nullptr) options.fuse = false;
   PlanOptions plan_options;
   plan_options.workspace = runtime::workspace_sizes(options.backend);
   plan_options.donated = donated;

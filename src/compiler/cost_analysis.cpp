@@ -20,7 +20,7 @@ CostStats cost_stats(const ir::Program& p) {
     double flops = prims::cost(eq, p).flops;
     total.flops += flops;
     if (eq.rematerialized) total.recompute_flops += flops;
-    if (eq.prim == Primitive::copy_start || eq.prim == Primitive::device_put) {
+    if (eq.prim == ir::op::copy_start || eq.prim == Primitive::device_put) {
       MemoryKind from = p.type(eq.inputs[0]).kind, to = p.type(eq.outputs[0]).kind;
       int64_t bytes = p.type(eq.outputs[0]).size_bytes();
       if (from == MemoryKind::device && to != MemoryKind::device) total.bytes_to_host += bytes;

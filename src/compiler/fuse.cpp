@@ -654,7 +654,7 @@ class Fuser {
         continue;
       }
       ir::Equation fused;
-      fused.prim = Primitive::fused;
+      fused.prim = ir::op::fused;
       fused.params = ir::NoParams{};
       // Recomputation only (its own members and the producers it recomputes): the scheduler runs
       // it just before its reader, and cost_analysis counts its work as recomputed.
@@ -722,7 +722,7 @@ namespace {
 bool fuse(ir::Program& program, FuseStats* stats) {
   bool changed = false;
   for (ir::Equation& eq : program.equations) {
-    if (eq.prim == Primitive::fused) continue;  // already one loop
+    if (eq.prim == ir::op::fused) continue;  // already one loop
     for (auto& body : eq.subprograms) {
       auto copy = std::make_shared<ir::Program>(*body);
       if (fuse(*copy, stats)) {

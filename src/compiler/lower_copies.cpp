@@ -17,10 +17,10 @@ bool lower_copies(ir::Program& program) {
       continue;
     }
     ir::Equation start = eq;
-    start.prim = Primitive::copy_start;
+    start.prim = ir::op::copy_start;
     start.outputs = {program.add_value(program.type(eq.outputs[0]))};
     ir::Equation done = eq;
-    done.prim = Primitive::copy_done;
+    done.prim = ir::op::copy_done;
     done.params = ir::NoParams{};
     done.inputs = {start.outputs[0], eq.inputs[0]};
     out.push_back(std::move(start));

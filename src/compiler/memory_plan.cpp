@@ -15,7 +15,7 @@ int64_t aligned(int64_t bytes) { return (bytes + kBufferAlignment - 1) / kBuffer
 }  // namespace
 
 std::vector<size_t> in_place_candidates(const ir::Equation& eq) {
-  if (eq.prim == Primitive::fused) return prims::fused_in_place_inputs(*eq.subprograms.at(0));  // per body
+  if (eq.prim == ir::op::fused) return prims::fused_in_place_inputs(*eq.subprograms.at(0));  // per body
   std::vector<size_t> inputs;
   const int32_t bits = prims::info(eq.prim).in_place;
   for (size_t i = 0; i < eq.inputs.size() && i < 31; ++i)
@@ -83,7 +83,7 @@ Streams find_streams(const ir::Program& body, int num_carry, int num_xs) {
     for (ir::ValueId v : body.equations[e].outputs) producer[static_cast<size_t>(v)] = static_cast<int>(e);
   }
   for (const ir::Equation& done : body.equations) {
-    if (done.prim != Primitive::copy_done) continue;
+    if (done.prim != ir::op::copy_done) continue;
     const ir::Equation& start = body.equations[static_cast<size_t>(producer[static_cast<size_t>(done.inputs[0])])];
     ir::ValueId src = start.inputs[0], result = done.outputs[0];
     if (readers[static_cast<size_t>(done.inputs[0])] != 1) continue;
@@ -124,7 +124,7 @@ int donated_input_for(const ir::Program& p, size_t o, int w, const std::vector<c
     if (!donated[i] || taken[i] || !(p.type(u) == p.type(v))) continue;
     int read = last[static_cast<size_t>(u)];
     bool in_place = false;
-    if (read == w && eq.prim != Primitive::copy_start)
+    if (read == w && eq.prim != ir::op::copy_start)
       for (size_t c : in_place_candidates(eq)) in_place = in_place || eq.inputs[c] == u;
     if (read < w || in_place) return static_cast<int>(i);
   }
@@ -241,7 +241,7 @@ class Planner {
   // A copy whose result is an external output fills that destination directly.
   void copy_into_external_outputs() {
     for (const ir::Equation& eq : p_.equations)
-      if (eq.prim == Primitive::copy_done) {
+      if (eq.prim == ir::op::copy_done) {
         const Slot& out = plan_->slots[static_cast<size_t>(eq.outputs[0])];
         if (out.where == Slot::Where::external_output) plan_->slots[static_cast<size_t>(eq.inputs[0])] = out;
       }
@@ -263,7 +263,7 @@ class Planner {
     MemoryPlan& plan = *plan_;
     const ir::Equation& eq = p_.equations[static_cast<size_t>(e)];
     std::vector<size_t> candidates = in_place_candidates(eq);
-    if (options_.workspace && (eq.subprograms.empty() || eq.prim == Primitive::fused))  // fused: a kernel
+    if (options_.workspace && (eq.subprograms.empty() || eq.prim == ir::op::fused))  // fused: a kernel
       if (int64_t bytes = options_.workspace(p_, eq); bytes > 0) {
         int b = new_buffer(MemoryKind::device, bytes, e, e);
         plan.buffers[static_cast<size_t>(b)].workspace_of = e;
@@ -394,7 +394,7 @@ class Planner {
       int e = producer[static_cast<size_t>(v)];
       if (e < 0 || plan.slots[static_cast<size_t>(v)].index != static_cast<int>(i)) continue;
       const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
-      const int written = eq.prim == Primitive::copy_done ? producer[static_cast<size_t>(eq.inputs[0])] : e;
+      const int written = eq.prim == ir::op::copy_done ? producer[static_cast<size_t>(eq.inputs[0])] : e;
       // The in-place chain the output can take over, if any.
       Buffer* chain = nullptr;
       for (size_t c : eq.outputs.size() == 1 ? in_place_candidates(eq) : std::vector<size_t>{}) {
@@ -492,7 +492,7 @@ class Planner {
       // outputs over at most the one input the planner gives it.
       if (first_write[i] < n_) {
         const ir::Equation& eq = p.equations[static_cast<size_t>(first_write[i])];
-        if (eq.prim != Primitive::copy_start &&
+        if (eq.prim != ir::op::copy_start &&
             std::find(eq.outputs.begin(), eq.outputs.end(), p.outputs[i]) != eq.outputs.end())
           for (size_t c : in_place_candidates(eq)) {
             ir::ValueId u = eq.inputs[c];

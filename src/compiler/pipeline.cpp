@@ -15,7 +15,7 @@
 #include "compiler/simplify.h"
 #include "ferry/error.h"
 #include "ir/printer.h"
-#include "ir/verifier.h"
+#include "prims/verify.h"
 
 namespace ferry::compiler {
 
@@ -78,12 +78,12 @@ std::shared_ptr<const ir::Program> run_pipeline(const ir::Program& program, cons
                                                 const std::function<void(const std::string&)>& dump,
                                                 const PlanOptions& plan_options) {
   auto p = std::make_shared<ir::Program>(program);
-  ir::verify(*p);
+  prims::verify(*p);
   if (dump) dump("// input\n" + ir::print(*p));
   for (const Pass& pass : passes_for(options, plan_options)) {
     bool changed = pass.run(*p);
     try {
-      ir::verify(*p);
+      prims::verify(*p);
     } catch (const Error& e) {
       throw Error(ErrorCode::internal, fmt::format("pass {} produced an invalid program: {}", pass.name, e.message()));
     }

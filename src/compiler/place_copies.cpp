@@ -17,7 +17,7 @@ namespace {
 bool place_region(ir::Program& program, const ir::Equation* parent, const CompileOptions& options) {
   bool changed = run_on_bodies_with_parent(
       program, [&](ir::Program& body, const ir::Equation& eq) { return place_region(body, &eq, options); });
-  auto is_copy = [](const ir::Equation& e) { return e.prim == Primitive::copy_start || e.prim == Primitive::copy_done; };
+  auto is_copy = [](const ir::Equation& e) { return e.prim == ir::op::copy_start || e.prim == ir::op::copy_done; };
   const size_t n = program.equations.size(), nv = program.values.size();
   std::vector<size_t> compute;  // positions of the other equations, in order
   for (size_t e = 0; e < n; ++e)
@@ -49,7 +49,7 @@ bool place_region(ir::Program& program, const ir::Equation* parent, const Compil
   }
   std::vector<ir::ValueId> done_of(nv, -1);  // a copy's destination -> its copy_done's result
   for (const ir::Equation& e : program.equations)
-    if (e.prim == Primitive::copy_done) done_of[static_cast<size_t>(e.inputs[0])] = e.outputs[0];
+    if (e.prim == ir::op::copy_done) done_of[static_cast<size_t>(e.inputs[0])] = e.outputs[0];
   // Place each copy (in scheduled order, which respects dependences among copies).
   std::vector<std::vector<size_t>> before(m + 1);
   std::vector<size_t> start_slot(nv, 0);  // copy_start's slot, by its destination value
@@ -57,7 +57,7 @@ bool place_region(ir::Program& program, const ir::Equation* parent, const Compil
     const ir::Equation& eq = program.equations[e];
     if (!is_copy(eq)) continue;
     size_t slot;
-    if (eq.prim == Primitive::copy_start) {
+    if (eq.prim == ir::op::copy_start) {
       ir::ValueId src = eq.inputs[0], dst = eq.outputs[0];
       size_t floor = ready_slot[static_cast<size_t>(src)];
       if (program.type(dst).kind == MemoryKind::device) {

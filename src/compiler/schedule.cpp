@@ -34,13 +34,13 @@ struct Dependences {
 
 // A copy that takes a device value to a host kind: it lets the device buffer go.
 bool is_offload(const ir::Program& p, const ir::Equation& eq) {
-  if (eq.prim != Primitive::copy_start && eq.prim != Primitive::copy_done && eq.prim != Primitive::device_put) return false;
+  if (eq.prim != ir::op::copy_start && eq.prim != ir::op::copy_done && eq.prim != Primitive::device_put) return false;
   return p.type(eq.outputs[0]).kind != MemoryKind::device;
 }
 
 // A copy that brings a value from a host kind to the device: it exists only for its readers.
 bool is_fetch(const ir::Program& p, const ir::Equation& eq) {
-  if (eq.prim != Primitive::copy_start && eq.prim != Primitive::copy_done && eq.prim != Primitive::device_put) return false;
+  if (eq.prim != ir::op::copy_start && eq.prim != ir::op::copy_done && eq.prim != Primitive::device_put) return false;
   // copy_done reads (its copy_start's result, the source): the source is last.
   return p.type(eq.outputs[0]).kind == MemoryKind::device && p.type(eq.inputs.back()).kind != MemoryKind::device;
 }

@@ -37,7 +37,7 @@ StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
     const ir::Equation& eq = p.equations[e];
     if (eq.prim == Primitive::reshape && last_read[static_cast<size_t>(eq.inputs[0])] == static_cast<int>(e)) continue;
     // A fused group is one kernel: its cost rule counts only what it reads and writes.
-    if (!eq.subprograms.empty() && eq.prim != Primitive::fused) {
+    if (!eq.subprograms.empty() && eq.prim != ir::op::fused) {
       double times = eq.prim == Primitive::scan ? static_cast<double>(std::get<ir::ScanParams>(eq.params).length) : 1.0;
       StepTime body = estimate_step_time(*eq.subprograms[0], rates);
       now += times * body.seconds();
@@ -45,7 +45,7 @@ StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
       waited += times * body.exposed_copy_seconds;
       continue;
     }
-    if (eq.prim == Primitive::copy_start) {
+    if (eq.prim == ir::op::copy_start) {
       double bytes = static_cast<double>(p.type(eq.outputs[0]).size_bytes());
       double start = std::max(now, link_free);
       link_free = start + bytes / rates.link_bytes_per_s;
@@ -57,7 +57,7 @@ StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
       t.compute_seconds += slowed;
       continue;
     }
-    if (eq.prim == Primitive::copy_done) {
+    if (eq.prim == ir::op::copy_done) {
       double end = transfer_end[static_cast<size_t>(eq.inputs[0])];
       if (end > now) {
         waited += end - now;

@@ -12,7 +12,6 @@
 #include "ir/echo.h"
 #include "ir/limits.h"
 #include "ir/params_text.h"
-#include "prims/registry.h"
 
 namespace ferry::ir {
 namespace {
@@ -392,10 +391,9 @@ class Parser final : public ParamValueReader {
     const size_t prim_pos = pos_;
     std::string_view prim_name = word();
     if (prim_name.empty()) expected("a primitive name");
-    const prims::PrimitiveInfo* info = prims::find(prim_name);
+    const OpInfo* info = find_op(prim_name);
     if (info == nullptr) fail_at(prim_pos, fmt::format("unknown primitive '{}'", echo(prim_name)));
-    if (!options_.compiler_ops &&
-        (info->prim == Primitive::copy_start || info->prim == Primitive::copy_done || info->prim == Primitive::fused))
+    if (!options_.compiler_ops && compiler_only(info->prim))
       fail_at(prim_pos, fmt::format("'{}' is made by the compiler and cannot be part of a program it is given "
                                     "(write device_put for a copy between memory kinds, and the operations for a fused loop)",
                                     info->name));

@@ -41,7 +41,7 @@ std::string quoted(std::string_view s) {
 }
 
 std::string prim_name(Primitive p) {
-  if (static_cast<int>(p) >= kNumPrimitives) return fmt::format("<primitive #{}>", static_cast<int>(p));
+  if (static_cast<int>(p) >= kNumOps) return fmt::format("<primitive #{}>", static_cast<int>(p));
   return std::string(primitive_name(p));
 }
 

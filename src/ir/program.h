@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ferry/primitive.h"
+#include "ir/ops.h"
 #include "ir/params.h"
 #include "ir/type.h"
 

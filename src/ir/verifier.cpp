@@ -8,7 +8,6 @@
 #include "ir/echo.h"
 #include "ir/limits.h"
 #include "ir/printer.h"
-#include "prims/registry.h"
 
 namespace ferry::ir {
 namespace {
@@ -30,7 +29,7 @@ struct Site {
 
   std::string str() const {
     if (equation < 0) return program;
-    if (p == nullptr) return fmt::format("{}: equation {} ({})", program, equation, prims::name_of(prim));
+    if (p == nullptr) return fmt::format("{}: equation {} ({})", program, equation, name_of(prim));
     return fmt::format("{}: {}", program, equation_label(*p, static_cast<size_t>(equation)));
   }
   [[noreturn]] void fail(const std::string& problem) const {
@@ -40,6 +39,8 @@ struct Site {
 
 class Verifier {
  public:
+  explicit Verifier(const TypeRule& types) : types_(types) {}
+
   // `where` is "program 'main'" or the path to a subprogram; `top_level`, whether p is the program
   // verify() was given rather than a body.
   void program(const Program& p, const std::string& where, bool top_level = false) {
@@ -83,12 +84,12 @@ class Verifier {
     for (size_t i = 0; i < p.equations.size(); ++i) {
       const Equation& eq = p.equations[i];
       Site site{where, static_cast<int64_t>(i), eq.prim, &p};
-      for (size_t k = eq.prim == Primitive::copy_done ? 1 : 0; k < eq.inputs.size(); ++k)
+      for (size_t k = eq.prim == ir::op::copy_done ? 1 : 0; k < eq.inputs.size(); ++k)
         if (start_of[static_cast<size_t>(eq.inputs[k])] >= 0)
           site.fail(fmt::format("operand {} (%{}) is the destination of a copy_start, which only its copy_done may read",
                                 k, eq.inputs[k]));
-      if (eq.prim == Primitive::copy_start) start_of[static_cast<size_t>(eq.outputs[0])] = static_cast<int64_t>(i);
-      if (eq.prim != Primitive::copy_done) continue;
+      if (eq.prim == ir::op::copy_start) start_of[static_cast<size_t>(eq.outputs[0])] = static_cast<int64_t>(i);
+      if (eq.prim != ir::op::copy_done) continue;
       int64_t s = start_of[static_cast<size_t>(eq.inputs[0])];
       if (s < 0) site.fail(fmt::format("operand 0 (%{}) is not the result of a copy_start", eq.inputs[0]));
       ValueId source = p.equations[static_cast<size_t>(s)].inputs[0];
@@ -106,8 +107,8 @@ class Verifier {
                                      i, v));
     }
     for (size_t i = 0; i < p.equations.size(); ++i)
-      if (p.equations[i].prim == Primitive::copy_start && waits[i] == 0)
-        Site{where, static_cast<int64_t>(i), Primitive::copy_start, &p}.fail("no copy_done waits for this copy");
+      if (p.equations[i].prim == ir::op::copy_start && waits[i] == 0)
+        Site{where, static_cast<int64_t>(i), ir::op::copy_start, &p}.fail("no copy_done waits for this copy");
   }
 
   static void check_id(const Program& p, ValueId v, const Site& site, std::string_view role, size_t i) {
@@ -124,7 +125,7 @@ class Verifier {
   void equation(const Program& p, size_t index, std::vector<bool>& defined, const std::string& where,
                 bool top_level) {
     const Equation& eq = p.equations[index];
-    if (static_cast<int>(eq.prim) >= kNumPrimitives)
+    if (static_cast<int>(eq.prim) >= kNumOps)
       Site{where}.fail(fmt::format("equation {}: unknown primitive #{}", index, static_cast<int>(eq.prim)));
     Site site{where, static_cast<int64_t>(index), eq.prim, &p};
 
@@ -145,14 +146,14 @@ class Verifier {
 
     std::vector<Type> expected;
     try {
-      expected = prims::infer_types(eq.prim, eq.params, in, eq.subprograms);
+      expected = types_(eq, in);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::invalid_argument) throw;
       site.fail(e.message());
     }
 
     if (eq.outputs.size() != expected.size())
-      site.fail(fmt::format("declares {} output(s) but {} produces {}", eq.outputs.size(), prims::name_of(eq.prim),
+      site.fail(fmt::format("declares {} output(s) but {} produces {}", eq.outputs.size(), name_of(eq.prim),
                             expected.size()));
     bool types_match = true;
     for (size_t i = 0; i < eq.outputs.size(); ++i) {
@@ -190,14 +191,15 @@ class Verifier {
                 "no effect");
   }
 
+  const TypeRule& types_;
   std::unordered_map<const Program*, State> state_;
 };
 
 }  // namespace
 
-void verify(const Program& p) {
+void verify(const Program& p, const TypeRule& types) {
   const std::string where = fmt::format("program '{}'", echo(p.name));
-  Verifier().program(p, where, /*top_level=*/true);
+  Verifier(types).program(p, where, /*top_level=*/true);
 }
 
 }  // namespace ferry::ir

@@ -189,29 +189,22 @@ std::vector<Tensor> stop_gradient_vjp(const ir::Equation&, std::span<const Tenso
 
 void register_control_flow(Table& t) {
   t[static_cast<size_t>(Primitive::stop_gradient)] =
-      PrimitiveInfo{.prim = Primitive::stop_gradient, .name = "stop_gradient", .num_inputs = 1,
-                    .params = ir::NoParams{}, .shape_rule = checkpoint_name_rule, .cost_rule = free_cost,
-                    .vjp_rule = stop_gradient_vjp, .in_place = in_place_over({0})};  // an identity
+      PrimitiveInfo{.shape_rule = checkpoint_name_rule, .cost_rule = free_cost,
+                    .vjp_rule = stop_gradient_vjp};  // an identity
   t[static_cast<size_t>(Primitive::scan)] =
-      PrimitiveInfo{.prim = Primitive::scan, .name = "scan", .num_inputs = -1, .params = ir::ScanParams{},
-                    .body_shape_rule = scan_rule, .body_cost_rule = scan_cost, .in_place = kNoInPlace};
+      PrimitiveInfo{.body_shape_rule = scan_rule, .body_cost_rule = scan_cost};
   t[static_cast<size_t>(Primitive::checkpoint)] =
-      PrimitiveInfo{.prim = Primitive::checkpoint, .name = "checkpoint", .num_inputs = -1,
-                    .params = ir::CheckpointParams{}, .body_shape_rule = checkpoint_rule,
-                    .body_cost_rule = checkpoint_cost, .in_place = kNoInPlace};
+      PrimitiveInfo{.body_shape_rule = checkpoint_rule,
+                    .body_cost_rule = checkpoint_cost};
   t[static_cast<size_t>(Primitive::custom_vjp)] =
-      PrimitiveInfo{.prim = Primitive::custom_vjp, .name = "custom_vjp", .num_inputs = -1, .params = ir::NoParams{},
-                    .body_shape_rule = custom_vjp_rule, .body_cost_rule = custom_vjp_cost, .in_place = kNoInPlace};
+      PrimitiveInfo{.body_shape_rule = custom_vjp_rule, .body_cost_rule = custom_vjp_cost};
   t[static_cast<size_t>(Primitive::cond)] =
-      PrimitiveInfo{.prim = Primitive::cond, .name = "cond", .num_inputs = -1, .params = ir::NoParams{},
-                    .body_shape_rule = cond_rule, .body_cost_rule = cond_cost, .in_place = kNoInPlace};
+      PrimitiveInfo{.body_shape_rule = cond_rule, .body_cost_rule = cond_cost};
   t[static_cast<size_t>(Primitive::while_loop)] =
-      PrimitiveInfo{.prim = Primitive::while_loop, .name = "while_loop", .num_inputs = -1, .params = ir::NoParams{},
-                    .body_shape_rule = while_rule, .body_cost_rule = while_cost, .in_place = kNoInPlace};
+      PrimitiveInfo{.body_shape_rule = while_rule, .body_cost_rule = while_cost};
   t[static_cast<size_t>(Primitive::checkpoint_name)] =
-      PrimitiveInfo{.prim = Primitive::checkpoint_name, .name = "checkpoint_name", .num_inputs = 1,
-                    .params = ir::NoParams{}, .shape_rule = checkpoint_name_rule, .cost_rule = free_cost,
-                    .vjp_rule = checkpoint_name_vjp, .in_place = in_place_over({0})};  // an identity
+      PrimitiveInfo{.shape_rule = checkpoint_name_rule, .cost_rule = free_cost,
+                    .vjp_rule = checkpoint_name_vjp};  // an identity
 }
 
 }  // namespace ferry::prims

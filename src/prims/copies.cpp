@@ -34,14 +34,10 @@ Cost copy_done_cost(std::span<const ir::Type>, std::span<const ir::Type>, const 
 }  // namespace
 
 void register_copies(Table& t) {
-  t[static_cast<size_t>(Primitive::copy_start)] =
-      PrimitiveInfo{.prim = Primitive::copy_start, .name = "copy_start", .num_inputs = 1,
-                    .params = ir::DevicePutParams{}, .shape_rule = copy_start_rule, .cost_rule = copy_start_cost,
-                    .in_place = kNoInPlace};
-  t[static_cast<size_t>(Primitive::copy_done)] =
-      PrimitiveInfo{.prim = Primitive::copy_done, .name = "copy_done", .num_inputs = 2, .params = ir::NoParams{},
-                    .shape_rule = copy_done_rule, .cost_rule = copy_done_cost,
-                    .in_place = in_place_over({0})};  // always: it yields the buffer its copy_start filled
+  t[static_cast<size_t>(ir::op::copy_start)] =
+      PrimitiveInfo{.shape_rule = copy_start_rule, .cost_rule = copy_start_cost};
+  t[static_cast<size_t>(ir::op::copy_done)] =
+      PrimitiveInfo{.shape_rule = copy_done_rule, .cost_rule = copy_done_cost};  // always: it yields the buffer its copy_start filled
 }
 
 }  // namespace ferry::prims

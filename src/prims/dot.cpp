@@ -79,9 +79,7 @@ Cost dot_general_cost(std::span<const ir::Type> in, std::span<const ir::Type> ou
 
 void register_dot(Table& t) {
   t[static_cast<size_t>(Primitive::dot_general)] =
-      PrimitiveInfo{.prim = Primitive::dot_general, .name = "dot_general", .num_inputs = 2,
-                    .params = ir::DotGeneralParams{}, .shape_rule = dot_general_rule, .cost_rule = dot_general_cost,
-                    .in_place = kNoInPlace};
+      PrimitiveInfo{.shape_rule = dot_general_rule, .cost_rule = dot_general_cost};
 }
 
 }  // namespace ferry::prims

@@ -160,68 +160,56 @@ Cost transcendental_cost(std::span<const ir::Type> in, std::span<const ir::Type>
   return c;
 }
 
-void put(Table& t, Primitive p, std::string_view name, int num_inputs, ShapeRule rule, int32_t in_place,
-         ir::Params params = ir::NoParams{}) {
-  t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = num_inputs,
-                                            .params = std::move(params), .shape_rule = rule,
-                                            .cost_rule = detail::per_output_element_cost, .in_place = in_place};
-}
-
-// A transcendental function of its operand(s).
-void put_transcendental(Table& t, Primitive p, std::string_view name, int num_inputs, ShapeRule rule) {
-  put(t, p, name, num_inputs, rule, num_inputs == 1 ? in_place_over({0}) : in_place_over({0, 1}));
-  t[static_cast<size_t>(p)].cost_rule = transcendental_cost;
-}
-
 }  // namespace
 
 void register_elementwise(Table& t) {
   using P = Primitive;
-  put(t, P::neg, "neg", 1, unary_signed_rule, in_place_over({0}));
-  put_transcendental(t, P::exp, "exp", 1, unary_floating_rule);
-  put_transcendental(t, P::log, "log", 1, unary_floating_rule);
-  put_transcendental(t, P::sin, "sin", 1, unary_floating_rule);
-  put_transcendental(t, P::cos, "cos", 1, unary_floating_rule);
-  put_transcendental(t, P::tanh, "tanh", 1, unary_floating_rule);
-  put_transcendental(t, P::logistic, "logistic", 1, unary_floating_rule);
-  put(t, P::sqrt, "sqrt", 1, unary_floating_rule, in_place_over({0}));
-  put(t, P::rsqrt, "rsqrt", 1, unary_floating_rule, in_place_over({0}));
-  put(t, P::abs, "abs", 1, unary_signed_rule, in_place_over({0}));
-  put(t, P::sign, "sign", 1, unary_signed_rule, in_place_over({0}));
-  put_transcendental(t, P::erf, "erf", 1, unary_floating_rule);
-  put_transcendental(t, P::erf_inv, "erf_inv", 1, unary_floating_rule);
-  put_transcendental(t, P::log1p, "log1p", 1, unary_floating_rule);
-  put_transcendental(t, P::expm1, "expm1", 1, unary_floating_rule);
-  put(t, P::floor, "floor", 1, unary_floating_rule, in_place_over({0}));
-  put(t, P::ceil, "ceil", 1, unary_floating_rule, in_place_over({0}));
-  put(t, P::round, "round", 1, unary_floating_rule, in_place_over({0}));
-  put(t, P::logical_not, "not", 1, logical_not_rule, in_place_over({0}));
-
-  put(t, P::add, "add", 2, binary_rule, in_place_over({0, 1}));
-  put(t, P::sub, "sub", 2, binary_rule, in_place_over({0, 1}));
-  put(t, P::mul, "mul", 2, binary_rule, in_place_over({0, 1}));
-  put(t, P::div, "div", 2, binary_rule, in_place_over({0, 1}));
-  put(t, P::max, "max", 2, binary_rule, in_place_over({0, 1}));
-  put(t, P::min, "min", 2, binary_rule, in_place_over({0, 1}));
-  put_transcendental(t, P::pow, "pow", 2, binary_rule);
-  put(t, P::rem, "rem", 2, binary_rule, in_place_over({0, 1}));
-  put(t, P::logical_and, "and", 2, logical_binary_rule, in_place_over({0, 1}));
-  put(t, P::logical_or, "or", 2, logical_binary_rule, in_place_over({0, 1}));
-  put(t, P::logical_xor, "xor", 2, logical_binary_rule, in_place_over({0, 1}));
-  put(t, P::shift_left, "shift_left", 2, shift_rule, in_place_over({0, 1}));
-  put(t, P::shift_right_logical, "shift_right_logical", 2, shift_rule, in_place_over({0, 1}));
-
-  put(t, P::eq, "eq", 2, equality_rule, kNoInPlace);  // bool out
-  put(t, P::ne, "ne", 2, equality_rule, kNoInPlace);  // bool out
-  put(t, P::lt, "lt", 2, ordering_rule, kNoInPlace);  // bool out
-  put(t, P::le, "le", 2, ordering_rule, kNoInPlace);  // bool out
-  put(t, P::gt, "gt", 2, ordering_rule, kNoInPlace);  // bool out
-  put(t, P::ge, "ge", 2, ordering_rule, kNoInPlace);  // bool out
-
-  put(t, P::select, "select", 3, select_rule, in_place_over({1, 2}));
-  put(t, P::clamp, "clamp", 3, clamp_rule, in_place_over({1}));
-  put(t, P::bitcast_convert_type, "bitcast_convert_type", 1, bitcast_rule, in_place_over({0}), ir::ConvertParams{});
-  put(t, P::convert_element_type, "convert_element_type", 1, convert_rule, kNoInPlace, ir::ConvertParams{});
+  // One cost per output element; a transcendental (ops.def) counts each as one.
+  auto put = [&](Primitive p, ShapeRule rule) {
+    set_rules(t, p, rule, ir::has(p, ir::kTranscendental) ? transcendental_cost : detail::per_output_element_cost);
+  };
+  put(P::neg, unary_signed_rule);
+  put(P::exp, unary_floating_rule);
+  put(P::log, unary_floating_rule);
+  put(P::sin, unary_floating_rule);
+  put(P::cos, unary_floating_rule);
+  put(P::tanh, unary_floating_rule);
+  put(P::logistic, unary_floating_rule);
+  put(P::sqrt, unary_floating_rule);
+  put(P::rsqrt, unary_floating_rule);
+  put(P::abs, unary_signed_rule);
+  put(P::sign, unary_signed_rule);
+  put(P::erf, unary_floating_rule);
+  put(P::erf_inv, unary_floating_rule);
+  put(P::log1p, unary_floating_rule);
+  put(P::expm1, unary_floating_rule);
+  put(P::floor, unary_floating_rule);
+  put(P::ceil, unary_floating_rule);
+  put(P::round, unary_floating_rule);
+  put(P::logical_not, logical_not_rule);
+  put(P::add, binary_rule);
+  put(P::sub, binary_rule);
+  put(P::mul, binary_rule);
+  put(P::div, binary_rule);
+  put(P::max, binary_rule);
+  put(P::min, binary_rule);
+  put(P::pow, binary_rule);
+  put(P::rem, binary_rule);
+  put(P::logical_and, logical_binary_rule);
+  put(P::logical_or, logical_binary_rule);
+  put(P::logical_xor, logical_binary_rule);
+  put(P::shift_left, shift_rule);
+  put(P::shift_right_logical, shift_rule);
+  put(P::eq, equality_rule);
+  put(P::ne, equality_rule);
+  put(P::lt, ordering_rule);
+  put(P::le, ordering_rule);
+  put(P::gt, ordering_rule);
+  put(P::ge, ordering_rule);
+  put(P::select, select_rule);
+  put(P::clamp, clamp_rule);
+  put(P::bitcast_convert_type, bitcast_rule);
+  put(P::convert_element_type, convert_rule);
 }
 
 }  // namespace ferry::prims

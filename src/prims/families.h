@@ -3,11 +3,12 @@
 
 #include <array>
 
+#include "ir/ops.h"
 #include "prims/registry.h"
 
 namespace ferry::prims {
 
-using Table = std::array<PrimitiveInfo, kNumPrimitives>;
+using Table = std::array<PrimitiveInfo, ir::kNumOps>;
 
 void register_elementwise(Table& t);  // unary, binary, comparisons, select, convert_element_type
 void register_shape_ops(Table& t);    // iota, constant, broadcast_in_dim, reshape, transpose
@@ -20,6 +21,13 @@ void register_memory(Table& t);       // device_put, stop_gradient
 void register_control_flow(Table& t); // scan, checkpoint, checkpoint_name, custom_vjp, cond, while_loop
 void register_copies(Table& t);       // copy_start, copy_done
 void register_fused(Table& t);        // fused (fused.cpp; its body's rules in fused_body.h)
+
+// A primitive's shape rule and cost (its name, operands, parameters and in-place inputs come from
+// the op table, ir/ops.def).
+inline void set_rules(Table& t, Primitive p, ShapeRule shape, CostRule cost) {
+  t[static_cast<size_t>(p)].shape_rule = shape;
+  t[static_cast<size_t>(p)].cost_rule = cost;
+}
 
 inline void set_vjp(Table& t, Primitive p, VjpRule rule) { t[static_cast<size_t>(p)].vjp_rule = rule; }
 

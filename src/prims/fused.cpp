@@ -47,9 +47,8 @@ Cost fused_cost(const ir::Equation& eq) {
 void register_fused(Table& t) {
   // In place: which operands a result may overwrite depends on the body (fused_in_place_inputs,
   // which compiler::in_place_candidates asks for fused equations), not on the primitive alone.
-  t[static_cast<size_t>(Primitive::fused)] =
-      PrimitiveInfo{.prim = Primitive::fused, .name = "fused", .num_inputs = -1, .params = ir::NoParams{},
-                    .body_shape_rule = fused_rule, .body_cost_rule = fused_cost, .in_place = kNoInPlace};
+  t[static_cast<size_t>(ir::op::fused)] =
+      PrimitiveInfo{.body_shape_rule = fused_rule, .body_cost_rule = fused_cost};
 }
 
 }  // namespace ferry::prims

@@ -137,11 +137,9 @@ Cost scatter_cost(std::span<const ir::Type> in, std::span<const ir::Type>, const
 
 void register_gather_scatter(Table& t) {
   t[static_cast<size_t>(Primitive::gather)] =
-      PrimitiveInfo{.prim = Primitive::gather, .name = "gather", .num_inputs = 2, .params = ir::GatherParams{},
-                    .shape_rule = gather_rule, .cost_rule = gather_cost, .in_place = kNoInPlace};
+      PrimitiveInfo{.shape_rule = gather_rule, .cost_rule = gather_cost};
   t[static_cast<size_t>(Primitive::scatter_add)] =
-      PrimitiveInfo{.prim = Primitive::scatter_add, .name = "scatter_add", .num_inputs = 3, .params = ir::ScatterParams{},
-                    .shape_rule = scatter_rule, .cost_rule = scatter_cost, .in_place = in_place_over({0})};
+      PrimitiveInfo{.shape_rule = scatter_rule, .cost_rule = scatter_cost};
 }
 
 }  // namespace ferry::prims

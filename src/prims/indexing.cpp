@@ -137,19 +137,11 @@ Cost dynamic_update_slice_cost(std::span<const ir::Type> in, std::span<const ir:
 
 void register_indexing(Table& t) {
   using P = Primitive;
-  auto put = [&](Primitive p, std::string_view name, int num_inputs, ir::Params params, ShapeRule rule,
-                 CostRule cost, int32_t in_place) {
-    t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = num_inputs,
-                                              .params = std::move(params), .shape_rule = rule, .cost_rule = cost,
-                                              .in_place = in_place};
-  };
-  put(P::slice, "slice", 1, ir::SliceParams{}, slice_rule, slice_cost, kNoInPlace);
-  put(P::dynamic_slice, "dynamic_slice", -1, ir::DynamicSliceParams{}, dynamic_slice_rule, dynamic_slice_cost,
-      kNoInPlace);
-  // The update writes into its operand's buffer when the operand dies there.
-  put(P::dynamic_update_slice, "dynamic_update_slice", -1, ir::NoParams{}, dynamic_update_slice_rule,
-      dynamic_update_slice_cost, in_place_over({0}));
-  put(P::concatenate, "concatenate", -1, ir::ConcatenateParams{}, concatenate_rule, detail::movement_cost, kNoInPlace);
+  set_rules(t, P::slice, slice_rule, slice_cost);
+  set_rules(t, P::dynamic_slice, dynamic_slice_rule, dynamic_slice_cost);
+  // The update writes into its operand's buffer when the operand dies there (ops.def).
+  set_rules(t, P::dynamic_update_slice, dynamic_update_slice_rule, dynamic_update_slice_cost);
+  set_rules(t, P::concatenate, concatenate_rule, detail::movement_cost);
 }
 
 }  // namespace ferry::prims

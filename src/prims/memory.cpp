@@ -17,9 +17,8 @@ std::vector<ir::Type> device_put_rule(std::span<const ir::Type> in, const ir::Pa
 void register_memory(Table& t) {
   // The cost is the copy's traffic; the link time it takes is the cost model's business.
   t[static_cast<size_t>(Primitive::device_put)] =
-      PrimitiveInfo{.prim = Primitive::device_put, .name = "device_put", .num_inputs = 1,
-                    .params = ir::DevicePutParams{}, .shape_rule = device_put_rule,
-                    .cost_rule = detail::movement_cost, .in_place = in_place_over({0})};
+      PrimitiveInfo{.shape_rule = device_put_rule,
+                    .cost_rule = detail::movement_cost};
 }
 
 }  // namespace ferry::prims

@@ -41,9 +41,7 @@ std::vector<Tensor> threefry_vjp(const ir::Equation&, std::span<const Tensor>, s
 
 void register_random(Table& t) {
   t[static_cast<size_t>(Primitive::threefry2x32)] =
-      PrimitiveInfo{.prim = Primitive::threefry2x32, .name = "threefry2x32", .num_inputs = 4, .params = ir::NoParams{},
-                    .shape_rule = threefry_rule, .cost_rule = threefry_cost, .vjp_rule = threefry_vjp,
-                    .in_place = kNoInPlace};
+      PrimitiveInfo{.shape_rule = threefry_rule, .cost_rule = threefry_cost, .vjp_rule = threefry_vjp};
 }
 
 }  // namespace ferry::prims

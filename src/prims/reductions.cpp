@@ -59,20 +59,11 @@ std::vector<ir::Type> cumulative_rule(std::span<const ir::Type> in, const ir::Pa
 }  // namespace
 
 void register_reductions(Table& t) {
-  for (auto [p, name] : {std::pair{Primitive::reduce_sum, "reduce_sum"}, std::pair{Primitive::reduce_max, "reduce_max"},
-                         std::pair{Primitive::reduce_min, "reduce_min"}})
-    t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = 1, .params = ir::ReduceParams{},
-                                              .shape_rule = reduce_rule, .cost_rule = reduce_cost, .in_place = kNoInPlace};
-  for (auto [p, name] : {std::pair{Primitive::argmax, "argmax"}, std::pair{Primitive::argmin, "argmin"}})
-    t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = 1, .params = ir::ArgReduceParams{},
-                                              .shape_rule = arg_reduce_rule, .cost_rule = reduce_cost,
-                                              .in_place = kNoInPlace};
-  // A running combination reads each element once and writes it once; the kernel may run in place.
-  for (auto [p, name] : {std::pair{Primitive::cumsum, "cumsum"}, std::pair{Primitive::cummax, "cummax"},
-                         std::pair{Primitive::cummin, "cummin"}})
-    t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = 1, .params = ir::CumulativeParams{},
-                                              .shape_rule = cumulative_rule, .cost_rule = reduce_cost,
-                                              .in_place = in_place_over({0})};
+  for (Primitive p : {Primitive::reduce_sum, Primitive::reduce_max, Primitive::reduce_min})
+    set_rules(t, p, reduce_rule, reduce_cost);
+  for (Primitive p : {Primitive::argmax, Primitive::argmin}) set_rules(t, p, arg_reduce_rule, reduce_cost);
+  // A running combination reads each element once and writes it once (the kernel may run in place).
+  for (Primitive p : {Primitive::cumsum, Primitive::cummax, Primitive::cummin}) set_rules(t, p, cumulative_rule, reduce_cost);
 }
 
 }  // namespace ferry::prims

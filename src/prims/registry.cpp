@@ -4,6 +4,7 @@
 
 #include "ferry/error.h"
 #include "ir/echo.h"
+#include "ir/ops.h"
 #include "prims/families.h"
 
 namespace ferry::prims {
@@ -25,11 +26,18 @@ Table build_table() {
   register_elementwise_vjps(t);
   register_structural_vjps(t);
   register_new_op_vjps(t);
-  for (int i = 0; i < kNumPrimitives; ++i) {
+  for (int i = 0; i < ir::kNumOps; ++i) {
+    // Name, operands, parameters and in-place inputs: the op table's.
+    const ir::OpInfo& op = ir::op_info(static_cast<Primitive>(i));
+    t[i].prim = op.prim;
+    t[i].name = op.name;
+    t[i].num_inputs = op.num_inputs;
+    t[i].params = op.params;
+    t[i].in_place = op.in_place;
     if ((t[i].shape_rule == nullptr) == (t[i].body_shape_rule == nullptr) ||
-        (t[i].cost_rule == nullptr) == (t[i].body_cost_rule == nullptr) || static_cast<int>(t[i].prim) != i ||
-        t[i].in_place == kInPlaceUndeclared)
-      throw Error(ErrorCode::internal, fmt::format("primitive #{} has no complete registry entry", i));
+        (t[i].cost_rule == nullptr) == (t[i].body_cost_rule == nullptr) ||
+        (t[i].body_shape_rule != nullptr) != ir::has(op.prim, ir::kBodies))
+      throw Error(ErrorCode::internal, fmt::format("primitive {} has no complete registry entry", op.name));
   }
   return t;
 }
@@ -49,9 +57,8 @@ std::string operand_list(std::span<const ir::Type> inputs) {
 const PrimitiveInfo& info(Primitive p) { return table().at(static_cast<size_t>(p)); }
 
 const PrimitiveInfo* find(std::string_view name) {
-  for (const auto& e : table())
-    if (e.name == name) return &e;
-  return nullptr;
+  const ir::OpInfo* op = ir::find_op(name);
+  return op ? &info(op->prim) : nullptr;
 }
 
 std::vector<ir::Type> infer_types(Primitive p, const ir::Params& params, std::span<const ir::Type> inputs,
@@ -63,7 +70,7 @@ std::vector<ir::Type> infer_types(Primitive p, const ir::Params& params, std::sp
   if (e.num_inputs >= 0 && static_cast<int>(inputs.size()) != e.num_inputs)
     fail(fmt::format("takes {} operand(s), got {}", e.num_inputs, inputs.size()));
   // A fused group may compute everything it returns from its own iotas and constants (a mask).
-  if (e.num_inputs < 0 && inputs.empty() && p != Primitive::fused) fail("takes at least one operand, got none");
+  if (e.num_inputs < 0 && inputs.empty() && p != ir::op::fused) fail("takes at least one operand, got none");
   if (params.index() != e.params.index()) fail("parameters of the wrong kind for this primitive");
   for (const ir::Type& t : inputs)
     for (int64_t d : t.shape)
@@ -110,10 +117,6 @@ Cost program_cost(const ir::Program& program) {
   return total;
 }
 
-std::string_view name_of(Primitive p) { return info(p).name; }
+std::string_view name_of(Primitive p) { return ir::name_of(p); }
 
 }  // namespace ferry::prims
-
-namespace ferry {
-std::string_view primitive_name(Primitive p) { return prims::info(p).name; }
-}  // namespace ferry

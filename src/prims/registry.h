@@ -1,6 +1,6 @@
-// The primitive registry: one entry per primitive with its shape/dtype rule, its cost and its VJP
-// rule. Adding a primitive touches its entry (in the family file under src/prims/) and its kernels,
-// nothing else.
+// The primitive registry: per primitive of the op table (ir/ops.def, which gives its name, operands,
+// parameters, in-place inputs and traits), its shape/dtype rule and its cost, set by its family's
+// file under src/prims/, and its VJP rule.
 #pragma once
 
 #include <cstdint>
@@ -51,17 +51,6 @@ using VjpRule = std::vector<Tensor> (*)(const ir::Equation& eq, std::span<const 
                                         std::span<const Tensor> primals_out,
                                         std::span<const Tensor> cotangents_out);
 
-// Which inputs an equation's one output may overwrite when that input dies there (buffer
-// assignment then writes in place): bit i for input i. Every entry declares it (the registry refuses
-// kInPlaceUndeclared), so a new primitive cannot silently miss it.
-inline constexpr int32_t kInPlaceUndeclared = -1;
-inline constexpr int32_t kNoInPlace = 0;
-inline constexpr int32_t in_place_over(std::initializer_list<int> inputs) {
-  int32_t bits = 0;
-  for (int i : inputs) bits |= int32_t{1} << i;
-  return bits;
-}
-
 struct PrimitiveInfo {
   Primitive prim = Primitive::add;
   std::string_view name;
@@ -72,7 +61,9 @@ struct PrimitiveInfo {
   CostRule cost_rule = nullptr;
   BodyCostRule body_cost_rule = nullptr;  // instead of cost_rule, for primitives with bodies
   VjpRule vjp_rule = nullptr;
-  int32_t in_place = kInPlaceUndeclared;
+  // Which inputs the one output may overwrite when that input dies there (bit i: input i; buffer
+  // assignment then writes in place): the op table's.
+  int32_t in_place = 0;
 };
 
 const PrimitiveInfo& info(Primitive p);

@@ -87,25 +87,18 @@ std::vector<ir::Type> transpose_rule(std::span<const ir::Type> in, const ir::Par
   return {ir::Type{x.dtype, out, kind}};
 }
 
-void put(Table& t, Primitive p, std::string_view name, int num_inputs, ShapeRule rule, ir::Params params) {
-  t[static_cast<size_t>(p)] = PrimitiveInfo{.prim = p, .name = name, .num_inputs = num_inputs,
-                                            .params = std::move(params), .shape_rule = rule,
-                                            .cost_rule = detail::movement_cost, .in_place = kNoInPlace};
-}
-
 }  // namespace
 
 void register_shape_ops(Table& t) {
   using P = Primitive;
   // iota and constant read nothing: movement_cost over zero inputs counts only the bytes written.
-  put(t, P::iota, "iota", 0, iota_rule, ir::IotaParams{});
-  put(t, P::constant, "constant", 0, constant_rule, ir::ConstantParams{});
-  put(t, P::broadcast_in_dim, "broadcast_in_dim", 1, broadcast_in_dim_rule, ir::BroadcastInDimParams{});
-  put(t, P::reshape, "reshape", 1, reshape_rule, ir::ReshapeParams{});
-  // The same bytes in the same order: where its operand dies here, the result takes its buffer and
-  // the kernel has nothing to move.
-  t[static_cast<size_t>(P::reshape)].in_place = in_place_over({0});
-  put(t, P::transpose, "transpose", 1, transpose_rule, ir::TransposeParams{});
+  set_rules(t, P::iota, iota_rule, detail::movement_cost);
+  set_rules(t, P::constant, constant_rule, detail::movement_cost);
+  set_rules(t, P::broadcast_in_dim, broadcast_in_dim_rule, detail::movement_cost);
+  // The same bytes in the same order: where its operand dies here, the result takes its buffer
+  // (ops.def) and the kernel has nothing to move.
+  set_rules(t, P::reshape, reshape_rule, detail::movement_cost);
+  set_rules(t, P::transpose, transpose_rule, detail::movement_cost);
 }
 
 }  // namespace ferry::prims

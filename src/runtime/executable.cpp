@@ -24,7 +24,7 @@ namespace {
 // (each once): a trace then tells the groups and products apart.
 std::string slice_name(const ir::Equation& eq, const ir::Program& p) {
   std::string name(primitive_name(eq.prim));
-  if (eq.prim == Primitive::fused && !eq.subprograms.empty()) {
+  if (eq.prim == ir::op::fused && !eq.subprograms.empty()) {
     std::vector<Primitive> seen;
     for (const ir::Equation& b : eq.subprograms[0]->equations)
       if (std::find(seen.begin(), seen.end(), b.prim) == seen.end()) seen.push_back(b.prim);
@@ -93,10 +93,10 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_p
       max_live_ += bodies_[e]->max_live_;
       continue;
     }
-    if (eq.prim == Primitive::copy_start || eq.prim == Primitive::copy_done) continue;  // the copy queue's
+    if (eq.prim == ir::op::copy_start || eq.prim == ir::op::copy_done) continue;  // the copy queue's
     kernels_[e] = backend_->kernel(eq.prim);
     // A fused equation's body is the kernel's program, not a nested one (no plan of its own).
-    if (kernels_[e] == nullptr || (!eq.subprograms.empty() && eq.prim != Primitive::fused))
+    if (kernels_[e] == nullptr || (!eq.subprograms.empty() && eq.prim != ir::op::fused))
       throw Error(ErrorCode::unimplemented,
                   fmt::format("the {} backend has no kernel for {}", backend_->name(), primitive_name(eq.prim)));
   }
@@ -342,9 +342,9 @@ void Executable::execute(const Frame& f, State& st) const {
     if (plan.skip[e]) continue;  // a copy the enclosing scan runner streams
     for (int b : plan.acquire_before[e]) take(b, true);
     double begin = f.timeline ? now_seconds() : 0;
-    if (eq.prim == Primitive::copy_start) {
+    if (eq.prim == ir::op::copy_start) {
       start_copy(e, f, st);
-    } else if (eq.prim == Primitive::copy_done) {
+    } else if (eq.prim == ir::op::copy_done) {
       f.copies->wait(st.tickets[static_cast<size_t>(eq.inputs[0])]);
       if (address(f, eq.outputs[0]) != address(f, eq.inputs[0]))
         throw Error(ErrorCode::internal, "memory plan: a copy's result is not where its copy_start wrote");
@@ -362,7 +362,7 @@ void Executable::execute(const Frame& f, State& st) const {
       if (eq.prim == Primitive::device_put)
         count_transfer(f, p.type(eq.inputs[0]).kind, p.type(eq.outputs[0]).kind, p.type(eq.outputs[0]).size_bytes());
     }
-    if (f.timeline && eq.prim != Primitive::copy_start && eq.prim != Primitive::copy_done)
+    if (f.timeline && eq.prim != ir::op::copy_start && eq.prim != ir::op::copy_done)
       f.timeline->compute(slice_name(eq, p), begin, now_seconds());
     for (int b : plan.release_after[e]) take(b, false);
   }

@@ -10,7 +10,7 @@
 #include "ferry/jit.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "ir/verifier.h"
+#include "prims/verify.h"
 #include "trace/jit_counters.h"
 #include "trace/lowered.h"
 #include "trace/tracer.h"
@@ -85,7 +85,7 @@ Compiled Lowered::compile(const CompileOptions& options) const {
 namespace {
 Lowered lowered_from_text(const std::string& text, bool compiler_ops) {
   auto program = ir::parse(text, {.compiler_ops = compiler_ops});
-  ir::verify(*program);
+  prims::verify(*program);
   auto impl = std::make_shared<detail::LoweredImpl>();
   impl->program = std::move(program);
   return Lowered(std::move(impl));

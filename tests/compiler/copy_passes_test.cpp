@@ -11,7 +11,7 @@
 #include "compiler/place_copies.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "ir/verifier.h"
+#include "prims/verify.h"
 
 namespace ferry::compiler {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 template <class Pass> std::string run(const std::string& text, Pass pass, bool expect_change) {
   auto p = ir::parse(text);
   EXPECT_EQ(pass(*p), expect_change);
-  ir::verify(*p);
+  prims::verify(*p);
   std::string out = ir::print(*p);
   EXPECT_EQ(ir::print(*ir::parse(out)), out);
   return out;

@@ -4,7 +4,7 @@
 
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "ir/verifier.h"
+#include "prims/verify.h"
 
 namespace ferry::compiler {
 namespace {
@@ -12,7 +12,7 @@ namespace {
 std::string run(const std::string& text, bool expect_change) {
   auto p = ir::parse(text);
   EXPECT_EQ(eliminate_common_subexpressions(*p), expect_change);
-  ir::verify(*p);
+  prims::verify(*p);
   return ir::print(*p);
 }
 

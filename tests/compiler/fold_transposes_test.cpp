@@ -4,7 +4,7 @@
 
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "ir/verifier.h"
+#include "prims/verify.h"
 
 namespace ferry::compiler {
 namespace {
@@ -13,7 +13,7 @@ namespace {
 std::string run(const std::string& text, bool expect_change) {
   auto p = ir::parse(text);
   EXPECT_EQ(fold_transposes(*p), expect_change);
-  ir::verify(*p);
+  prims::verify(*p);
   std::string out = ir::print(*p);
   EXPECT_EQ(ir::print(*ir::parse(out)), out);
   return out;

@@ -5,7 +5,7 @@
 #include "ferry/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "ir/verifier.h"
+#include "prims/verify.h"
 
 namespace ferry::compiler {
 namespace {
@@ -13,7 +13,7 @@ namespace {
 std::string run(const std::string& text, bool expect_change) {
   auto p = ir::parse(text);
   EXPECT_EQ(fuse_elementwise(*p), expect_change);
-  ir::verify(*p);
+  prims::verify(*p);
   return ir::print(*p);
 }
 
@@ -393,11 +393,11 @@ TEST(Fuse, FusedTextRoundTripsAndVerifies) {
       "  return %8, %9\n"
       "}\n");
   ASSERT_TRUE(fuse_elementwise(*p));
-  ir::verify(*p);
+  prims::verify(*p);
   const std::string text = ir::print(*p);
   EXPECT_NE(text.find("fused"), std::string::npos);
   auto back = ir::parse(text);
-  ir::verify(*back);
+  prims::verify(*back);
   EXPECT_EQ(ir::print(*back), text);
   EXPECT_FALSE(fuse_elementwise(*back)) << "a fused program has nothing left to fuse";
 }
@@ -522,7 +522,7 @@ TEST(Fuse, AGroupOfRecomputationIsARecomputation) {
 
 void expect_rejected(const std::string& text, const std::string& what) {
   try {
-    ir::verify(*ir::parse(text));
+    prims::verify(*ir::parse(text));
     ADD_FAILURE() << "the verifier accepted:\n" << text;
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::invalid_argument);

@@ -15,7 +15,7 @@
 #include "compiler/random_flat_ir.h"
 #include "ferry/error.h"
 #include "ir/parser.h"
-#include "ir/verifier.h"
+#include "prims/verify.h"
 
 namespace ferry::compiler {
 namespace {
@@ -26,7 +26,7 @@ constexpr size_t kDevice = 0;  // kind_index(MemoryKind::device)
 int64_t planned_peak(const ir::Program& p, const std::vector<size_t>& order) {
   ir::Program q = p;
   reorder(q, order);
-  ir::verify(q);
+  prims::verify(q);
   return plan_memory(q, false)->peak_live[kDevice];
 }
 
@@ -210,7 +210,7 @@ TEST(OptimalSchedule, EqualsBruteForceOnSmallRandomPrograms) {
   for (uint32_t seed = 1; seed <= 300; ++seed) {
     auto p = ir::parse(testing::random_flat_ir(seed, 3 + static_cast<int>(seed % 5)));
     lower_copies(*p);
-    ir::verify(*p);
+    prims::verify(*p);
     if (p->equations.size() > 8) continue;
     auto plan = plan_memory(*p, false);
     int64_t best = std::numeric_limits<int64_t>::max(), worst = 0;

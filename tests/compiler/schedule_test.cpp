@@ -6,7 +6,7 @@
 #include "compiler/memory_plan.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "ir/verifier.h"
+#include "prims/verify.h"
 
 namespace ferry::compiler {
 namespace {
@@ -25,7 +25,7 @@ TEST(Schedule, FinishesOneBranchBeforeStartingTheNext) {
   auto p = ir::parse(kBranching);
   int64_t program_order = memory_stats(*p, *plan_memory(*p, false)).peak_memory_in_bytes;
   EXPECT_TRUE(schedule_for_memory(*p));
-  ir::verify(*p);
+  prims::verify(*p);
   EXPECT_EQ(ir::print(*p),
             "program @main(%0: f32[1024]) {\n"
             "  %1 = exp %0 : f32[1024]\n"

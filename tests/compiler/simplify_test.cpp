@@ -10,7 +10,7 @@
 #include "ferry/jit.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "ir/verifier.h"
+#include "prims/verify.h"
 
 namespace ferry::compiler {
 namespace {
@@ -19,7 +19,7 @@ namespace {
 std::string run(const std::string& text, bool expect_change) {
   auto p = ir::parse(text);
   EXPECT_EQ(simplify(*p), expect_change);
-  ir::verify(*p);
+  prims::verify(*p);
   std::string out = ir::print(*p);
   EXPECT_EQ(ir::print(*ir::parse(out)), out);
   return out;
@@ -218,7 +218,7 @@ TEST(Simplify, OutputsThatBecomeInputsAreMaterializedLater) {
       "}\n");
   EXPECT_TRUE(simplify(*p));
   EXPECT_TRUE(materialize_outputs(*p));
-  ir::verify(*p);
+  prims::verify(*p);
   EXPECT_EQ(ir::print(*p),
             "program @main(%0: f32[2]) {\n"
             "  %1 = device_put[dst=device] %0 : f32[2]\n"

@@ -7,7 +7,7 @@
 #include "compiler/prune_scans.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "ir/verifier.h"
+#include "prims/verify.h"
 
 namespace ferry::compiler {
 namespace {
@@ -27,7 +27,7 @@ std::string apply(const char* text, TwinChoice choice) {
   Twins twins = find_twins(*p);
   std::vector<TwinChoice> choices(twins.twins.size(), choice);
   auto out = apply_twin_choices(*p, twins, choices);
-  ir::verify(*out);
+  prims::verify(*out);
   return ir::print(*out);
 }
 
@@ -104,7 +104,7 @@ TEST(Twins, AcrossAScanPairSavedBecomesAStackedResidual) {
   EXPECT_EQ(stacks, 1u);  // the stacked carry
   std::vector<TwinChoice> choices(twins.twins.size(), TwinChoice::save);
   auto out = apply_twin_choices(*p, twins, choices);
-  ir::verify(*out);
+  prims::verify(*out);
   EXPECT_EQ(ir::print(*out),
             "program @main(%0: f32[4], %1: f32[2,4]) {\n"
             "  %2, %3 = scan[length=2, reverse=false, num_carry=1, num_xs=1] %0, %1 : f32[4], f32[2,4] {\n"
@@ -138,7 +138,7 @@ TEST(PruneScans, DropsUnreadStackedResultsAndUnreadOperands) {
       "  return %3, %4\n"
       "}\n");
   EXPECT_TRUE(prune_scans(*p));
-  ir::verify(*p);
+  prims::verify(*p);
   EXPECT_EQ(ir::print(*p),
             "program @main(%0: f32[4], %1: f32[2,4], %2: f32[2,4]) {\n"
             "  %3, %4 = scan[length=2, reverse=false, num_carry=1, num_xs=1] %0, %1 : f32[4], f32[2,4] {\n"

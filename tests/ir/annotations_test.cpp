@@ -7,10 +7,12 @@
 #include "ferry/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "ir/verifier.h"
+#include "prims/verify.h"
 
 namespace ferry::ir {
 namespace {
+
+using prims::verify;  // with the primitives' shape rules
 
 TEST(Annotations, RoundTrip) {
   const std::string text =

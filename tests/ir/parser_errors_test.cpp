@@ -8,11 +8,13 @@
 #include "ferry/error.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
-#include "ir/verifier.h"
+#include "prims/verify.h"
 #include "support/error_of.h"
 
 namespace ferry::ir {
 namespace {
+
+using prims::verify;  // with the primitives' shape rules
 
 using ::testing::HasSubstr;
 using ::testing::StartsWith;

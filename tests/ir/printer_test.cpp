@@ -103,7 +103,7 @@ std::string expect_round_trip(const Program& p) {
 
 // The first primitive whose parameters are of the same struct as `params`.
 Primitive primitive_taking(const Params& params) {
-  for (int i = 0; i < kNumPrimitives; ++i) {
+  for (int i = 0; i < ir::kNumOps; ++i) {
     auto p = static_cast<Primitive>(i);
     if (prims::info(p).params.index() == params.index()) return p;
   }
@@ -267,7 +267,7 @@ TEST(Printer, RoundTripEveryParamsStruct) {
 TEST(Printer, RoundTripEveryPrimitive) {
   Builder b;
   ValueId x = b.input(ty(DType::f32, {2}));
-  for (int i = 0; i < kNumPrimitives; ++i) {
+  for (int i = 0; i < ir::kNumOps; ++i) {
     auto p = static_cast<Primitive>(i);
     b.eq1(p, prims::info(p).params, {x, x}, ty(DType::f32, {2}));
   }

@@ -1,4 +1,4 @@
-#include "ir/verifier.h"
+#include "prims/verify.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -11,6 +11,8 @@
 
 namespace ferry::ir {
 namespace {
+
+using prims::verify;  // with the primitives' shape rules
 
 using ::testing::HasSubstr;
 
@@ -175,8 +177,8 @@ TEST(Verifier, WrapsShapeRuleErrorsWithTheEquation) {
 
 TEST(Verifier, RejectsUnknownPrimitive) {
   Program p = good_program();
-  p.equations[0].prim = static_cast<Primitive>(kNumPrimitives + 3);
-  EXPECT_THAT(rejected(p), HasSubstr(fmt::format("equation 0: unknown primitive #{}", kNumPrimitives + 3)));
+  p.equations[0].prim = static_cast<Primitive>(kNumOps + 3);
+  EXPECT_THAT(rejected(p), HasSubstr(fmt::format("equation 0: unknown primitive #{}", kNumOps + 3)));
 }
 
 TEST(Verifier, RejectsBadValueTypes) {

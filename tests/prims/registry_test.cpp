@@ -35,8 +35,8 @@ TEST(Registry, EveryPrimitiveHasACompleteEntryWithItsName) {
     EXPECT_EQ(find(name), &e) << name;
   }
   // Enumerators added after this list (control flow, later layers) still need complete entries.
-  ASSERT_LE(std::size(kAll), static_cast<size_t>(kNumPrimitives));
-  for (int i = 0; i < kNumPrimitives; ++i) {
+  ASSERT_LE(std::size(kAll), static_cast<size_t>(ir::kNumOps));
+  for (int i = 0; i < ir::kNumOps; ++i) {
     const PrimitiveInfo& e = info(static_cast<P>(i));
     EXPECT_EQ(static_cast<int>(e.prim), i);
     EXPECT_FALSE(e.name.empty()) << "primitive #" << i;

@@ -18,15 +18,15 @@ namespace {
 
 // Equations the executable runs itself (bodies, copies). A fused group has a body but is a kernel.
 bool runs_itself(Primitive p) {
-  return (prims::info(p).body_shape_rule != nullptr && p != Primitive::fused) || p == Primitive::copy_start ||
-         p == Primitive::copy_done;
+  return (prims::info(p).body_shape_rule != nullptr && p != ir::op::fused) || p == ir::op::copy_start ||
+         p == ir::op::copy_done;
 }
 
 TEST(Backend, TheCpuBackendIsTheCpuKernelTableThroughTheSeam) {
   Backend& cpu = backend("cpu");
   EXPECT_EQ(cpu.name(), "cpu");
   EXPECT_EQ(&cpu, &cpu_backend());
-  for (int i = 0; i < kNumPrimitives; ++i) {
+  for (int i = 0; i < ir::kNumOps; ++i) {
     const auto p = static_cast<Primitive>(i);
     EXPECT_EQ(cpu.kernel(p) == nullptr, runs_itself(p)) << primitive_name(p);
     EXPECT_EQ(cpu.workspace_size(p), cpu::workspace_size(p)) << primitive_name(p);
@@ -66,9 +66,9 @@ TEST(Backend, AnUnknownBackendIsUnimplementedNamingTheBuiltOnes) {
 #if FERRY_TEST_CUDA
 // Except fused: compile does not fuse for a backend without a fused kernel (compiler/compile.cpp).
 TEST(CudaBackend, HasAKernelForEveryPrimitiveWithoutABody) {
-  for (int i = 0; i < kNumPrimitives; ++i) {
+  for (int i = 0; i < ir::kNumOps; ++i) {
     const auto p = static_cast<Primitive>(i);
-    EXPECT_EQ(cuda::kernel(p) == nullptr, runs_itself(p) || p == Primitive::fused) << primitive_name(p);
+    EXPECT_EQ(cuda::kernel(p) == nullptr, runs_itself(p) || p == ir::op::fused) << primitive_name(p);
   }
 }
 

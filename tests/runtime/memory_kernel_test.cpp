@@ -8,10 +8,10 @@ namespace {
 // Primitives with bodies and the asynchronous copies are run by the executable itself; every other
 // one has a kernel, and so does fused (its body is the kernel's program, not a nested one).
 TEST(KernelTable, EveryPrimitiveWithoutABodyHasACpuKernel) {
-  for (int i = 0; i < kNumPrimitives; ++i) {
+  for (int i = 0; i < ir::kNumOps; ++i) {
     auto p = static_cast<Primitive>(i);
-    if ((prims::info(p).body_shape_rule != nullptr && p != Primitive::fused) || p == Primitive::copy_start ||
-        p == Primitive::copy_done)
+    if ((prims::info(p).body_shape_rule != nullptr && p != ir::op::fused) || p == ir::op::copy_start ||
+        p == ir::op::copy_done)
       EXPECT_EQ(runtime::cpu::kernel(p), nullptr) << primitive_name(p);
     else EXPECT_NE(runtime::cpu::kernel(p), nullptr) << "primitive #" << i;
   }

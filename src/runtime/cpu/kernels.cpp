@@ -18,17 +18,14 @@ void on_stream(const ir::Equation& eq, std::span<const ConstView> inputs, std::s
 }  // namespace
 
 KernelFn kernel(Primitive p) {
+  // The elementwise families by the op table's traits (their kernels switch on eq.prim inside).
+  if (ir::has(p, ir::kUnary)) return on_stream<unary_kernel>;
+  if (ir::has(p, ir::kBinary)) return on_stream<binary_kernel>;
+  if (ir::has(p, ir::kComparison)) return on_stream<compare_kernel>;
+  // Bodies and copies: run by the executable and its copy queue, never a kernel.
+  if (ir::has(p, ir::kHostOnly)) return nullptr;
   using enum Primitive;
   switch (p) {
-    case neg: case exp: case log: case sin: case cos: case tanh: case logistic: case sqrt: case rsqrt:
-    case abs: case sign: case erf: case erf_inv: case log1p: case expm1: case floor: case ceil: case round:
-    case logical_not:
-      return on_stream<unary_kernel>;
-    case add: case sub: case mul: case div: case max: case min: case pow: case rem: case logical_and:
-    case logical_or: case logical_xor: case shift_left: case shift_right_logical:
-      return on_stream<binary_kernel>;
-    case eq: case ne: case lt: case le: case gt: case ge:
-      return on_stream<compare_kernel>;
     case select: return on_stream<select_kernel>;
     case clamp: return on_stream<clamp_kernel>;
     case bitcast_convert_type: return on_stream<bitcast_kernel>;
@@ -52,12 +49,10 @@ KernelFn kernel(Primitive p) {
     case concatenate: return on_stream<concatenate_kernel>;
     case device_put: case checkpoint_name: case stop_gradient:
       return on_stream<device_put_kernel>;
-    case fused: return on_stream<fused_kernel>;  // runs its body as one loop: a kernel, not a nested program
-    case scan: case checkpoint: case custom_vjp: case cond: case while_loop:  // bodies: run by the executable
-    case copy_start: case copy_done:  // asynchronous copies: run by the executable's copy queue
+    case ir::op::fused: return on_stream<fused_kernel>;  // runs its body as one loop: a kernel, not a nested program
+    default:
       return nullptr;
   }
-  return nullptr;
 }
 
 WorkspaceSizeFn workspace_size(Primitive p) {
@@ -65,7 +60,7 @@ WorkspaceSizeFn workspace_size(Primitive p) {
     case Primitive::dot_general: return dot_general_workspace;  // widening (f16, bf16), packing
     case Primitive::reduce_sum: case Primitive::reduce_max: case Primitive::reduce_min:
       return reduce_workspace;  // f16 and bf16 accumulators
-    case Primitive::fused: return fused_workspace;  // each thread's block of every value
+    case ir::op::fused: return fused_workspace;  // each thread's block of every value
     default:
       return nullptr;
   }

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "ferry/error.h"
+#include "ir/ops.h"
 #include "ir/type.h"
 #include "runtime/axis_view.h"
 #include "runtime/cuda/launch.h"
@@ -74,51 +75,12 @@ void expect_same_count_or_scalar(const ir::Equation& eq, std::span<const ConstVi
                                  ir::to_string(*out.type)));
 }
 
+// The device code's op: the same id (launch.h's Op is the op table's), for the elementwise ones.
 Op op_of(const ir::Equation& eq) {
-  using P = Primitive;
-  switch (eq.prim) {
-    case P::neg: return Op::neg;
-    case P::exp: return Op::exp;
-    case P::log: return Op::log;
-    case P::sin: return Op::sin;
-    case P::cos: return Op::cos;
-    case P::tanh: return Op::tanh;
-    case P::logistic: return Op::logistic;
-    case P::sqrt: return Op::sqrt;
-    case P::rsqrt: return Op::rsqrt;
-    case P::abs: return Op::abs;
-    case P::sign: return Op::sign;
-    case P::erf: return Op::erf;
-    case P::erf_inv: return Op::erf_inv;
-    case P::log1p: return Op::log1p;
-    case P::expm1: return Op::expm1;
-    case P::floor: return Op::floor;
-    case P::ceil: return Op::ceil;
-    case P::round: return Op::round;
-    case P::logical_not: return Op::logical_not;
-    case P::add: return Op::add;
-    case P::sub: return Op::sub;
-    case P::mul: return Op::mul;
-    case P::div: return Op::div;
-    case P::max: return Op::max;
-    case P::min: return Op::min;
-    case P::pow: return Op::pow;
-    case P::rem: return Op::rem;
-    case P::logical_and: return Op::logical_and;
-    case P::logical_or: return Op::logical_or;
-    case P::logical_xor: return Op::logical_xor;
-    case P::shift_left: return Op::shift_left;
-    case P::shift_right_logical: return Op::shift_right_logical;
-    case P::eq: return Op::eq;
-    case P::ne: return Op::ne;
-    case P::lt: return Op::lt;
-    case P::le: return Op::le;
-    case P::gt: return Op::gt;
-    case P::ge: return Op::ge;
-    case P::select: return Op::select;
-    case P::clamp: return Op::clamp;
-    default: kernel_bug(eq, "not an elementwise primitive");
-  }
+  if (!ir::has(eq.prim, ir::kElementwise) || eq.prim == Primitive::convert_element_type ||
+      eq.prim == Primitive::bitcast_convert_type)
+    kernel_bug(eq, "not an elementwise primitive");
+  return static_cast<Op>(eq.prim);
 }
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::f64 || t == DType::f16 || t == DType::bf16; }
@@ -566,16 +528,14 @@ void threefry_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, 
 }  // namespace
 
 KernelFn kernel(Primitive p) {
+  // One kernel for the elementwise arithmetic (the device code switches on the op, launch.h).
+  if (ir::has(p, ir::kUnary) || ir::has(p, ir::kBinary) || ir::has(p, ir::kComparison) || p == Primitive::select ||
+      p == Primitive::clamp)
+    return elementwise_kernel;
+  // Bodies and copies: run by the executable and the copy engine, never a kernel.
+  if (ir::has(p, ir::kHostOnly)) return nullptr;
   using enum Primitive;
   switch (p) {
-    case neg: case exp: case log: case sin: case cos: case tanh: case logistic: case sqrt: case rsqrt:
-    case abs: case sign: case erf: case erf_inv: case log1p: case expm1: case floor: case ceil: case round:
-    case logical_not:
-    case add: case sub: case mul: case div: case max: case min: case pow: case rem: case logical_and:
-    case logical_or: case logical_xor: case shift_left: case shift_right_logical:
-    case eq: case ne: case lt: case le: case gt: case ge:
-    case select: case clamp:
-      return elementwise_kernel;
     case convert_element_type: return convert_kernel;
     case iota: return iota_kernel;
     case constant: return constant_kernel;
@@ -594,13 +554,9 @@ KernelFn kernel(Primitive p) {
     case dynamic_slice: return dynamic_slice_kernel;
     case dynamic_update_slice: return dynamic_update_slice_kernel;
     case concatenate: return concatenate_kernel;
-    case scan: case checkpoint: case custom_vjp: case cond: case while_loop:  // bodies: run by the executable
-    case copy_start: case copy_done:  // asynchronous copies: run on the copy engine
-      return nullptr;
-    case fused:  // no fused kernel yet: compile does not fuse for this backend (compiler/compile.cpp)
+    default:  // fused: no fused kernel yet, so compile does not fuse for this backend
       return nullptr;
   }
-  return nullptr;
 }
 
 WorkspaceSizeFn workspace_size(Primitive p) {

@@ -16,16 +16,14 @@ enum class Dt : int { f32 = 0, f64 = 1, f16 = 2, bf16 = 3, i32 = 4, boolean = 5 
 
 // Elementwise operations, one enum for unary, binary, comparison, select and clamp (the kernel
 // switches on it per element: one instantiation per dtype, not per operation).
+// The op table's ids (ir/ops.def, read here without the rest of the IR: nvcc compiles the device
+// code as C++17), so an equation's primitive is its Op as it is.
 enum class Op : int {
-  // unary
-  neg, exp, log, sin, cos, tanh, logistic, sqrt, rsqrt, abs, sign, erf, erf_inv, log1p, expm1, floor, ceil, round,
-  logical_not,
-  // binary
-  add, sub, mul, div, max, min, pow, rem, logical_and, logical_or, logical_xor, shift_left, shift_right_logical,
-  // comparisons (bool result)
-  eq, ne, lt, le, gt, ge,
-  // three operands
-  select, clamp,
+#define FERRY_OP(id, ...) id,
+#define FERRY_COMPILER_OP(id, ...) id,
+#include "ir/ops.def"
+#undef FERRY_OP
+#undef FERRY_COMPILER_OP
 };
 
 // y[i] = op(a[i], b[i], c[i]) for i < n; an operand flagged scalar is read at index 0. `dtype` is
