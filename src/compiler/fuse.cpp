@@ -54,17 +54,7 @@ bool candidate(const ir::Program& p, const ir::Equation& eq) {
 // that traffic. Expensive operations and reductions (a pass over a whole row) are never
 // duplicated: each is computed once, and a consumer that needs one reads it, so the producer
 // materializes it (a reduction's result is only a row).
-bool expensive(Primitive p) {
-  using P = Primitive;
-  switch (p) {
-    case P::exp: case P::log: case P::sin: case P::cos: case P::tanh: case P::logistic: case P::erf: case P::log1p:
-    case P::expm1: case P::pow:
-    case P::threefry2x32:  // 20 rounds of integer arithmetic per element: computed once
-      return true;
-    default:
-      return false;
-  }
-}
+bool expensive(Primitive p) { return ir::has(p, ir::kExpensive); }  // the op table's Expensive
 
 // Operations that cost a consumer no arithmetic of their own (a broadcast is a strided read, the
 // identities are aliases).

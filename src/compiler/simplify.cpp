@@ -20,28 +20,12 @@ namespace {
 
 using ir::ValueId;
 
-bool is_unary_elementwise(Primitive p) {
-  switch (p) {
-    case Primitive::neg: case Primitive::exp: case Primitive::log: case Primitive::sin: case Primitive::cos:
-    case Primitive::tanh: case Primitive::logistic: case Primitive::sqrt: case Primitive::rsqrt:
-    case Primitive::abs: case Primitive::sign: case Primitive::convert_element_type:
-      return true;
-    default:
-      return false;
-  }
-}
+// Elementwise maps of one operand (the op table's Unary, and convert_element_type): a splat in is a
+// splat out, computed once.
+bool is_unary_elementwise(Primitive p) { return ir::has(p, ir::kUnary) || p == Primitive::convert_element_type; }
 
 // The elementwise primitives whose shape rule takes a rank-0 operand beside larger ones.
-bool takes_scalar_operands(Primitive p) {
-  switch (p) {
-    case Primitive::add: case Primitive::sub: case Primitive::mul: case Primitive::div: case Primitive::max:
-    case Primitive::min: case Primitive::pow: case Primitive::eq: case Primitive::ne: case Primitive::lt:
-    case Primitive::le: case Primitive::gt: case Primitive::ge: case Primitive::select:
-      return true;
-    default:
-      return false;
-  }
-}
+bool takes_scalar_operands(Primitive p) { return ir::has(p, ir::kScalarOperands); }
 
 bool is_identity_permutation(const ir::Dims& dims) {
   for (size_t i = 0; i < dims.size(); ++i)

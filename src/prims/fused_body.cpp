@@ -19,56 +19,16 @@ bool reduction(Primitive p) {
 }
 
 // The primitives whose bool results a fused kernel computes (XLA's PRED arithmetic: add and max are
-// "or", mul and min are "and"); the others are f32 arithmetic.
-bool bool_result_ok(Primitive p) {
-  using P = Primitive;
-  switch (p) {
-    case P::add: case P::max: case P::mul: case P::min: case P::logical_and: case P::logical_or: case P::logical_xor:
-    case P::logical_not: case P::eq: case P::ne: case P::lt: case P::le: case P::gt: case P::ge: case P::select:
-    case P::convert_element_type: case P::stop_gradient: case P::checkpoint_name:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// The primitives whose i32 results a fused kernel computes: exact integer arithmetic on the 32-bit
-// patterns, as the unfused integer kernels (elementwise_kernels.cpp) define it.
-bool i32_result_ok(Primitive p) {
-  using P = Primitive;
-  switch (p) {
-    case P::add: case P::sub: case P::mul: case P::max: case P::min: case P::neg: case P::abs: case P::sign:
-    case P::logical_and: case P::logical_or: case P::logical_xor: case P::logical_not:
-    case P::shift_left: case P::shift_right_logical: case P::select: case P::convert_element_type:
-    case P::bitcast_convert_type: case P::threefry2x32: case P::stop_gradient: case P::checkpoint_name:
-      return true;
-    default:
-      return false;
-  }
-}
+// "or", mul and min are "and"; the op table's FusedBool), and whose i32 results it computes: exact
+// integer arithmetic on the 32-bit patterns, as the unfused integer kernels define it (FusedI32).
+bool bool_result_ok(Primitive p) { return ir::has(p, ir::kFusedBool); }
+bool i32_result_ok(Primitive p) { return ir::has(p, ir::kFusedI32); }
 
 bool word_dtype(DType t) { return t == DType::f32 || t == DType::i32; }
 
 }  // namespace
 
-bool fusible_primitive(Primitive p) {
-  using P = Primitive;
-  switch (p) {
-    case P::neg: case P::exp: case P::log: case P::sin: case P::cos: case P::tanh: case P::logistic: case P::sqrt:
-    case P::rsqrt: case P::abs: case P::sign: case P::erf: case P::log1p: case P::expm1: case P::floor: case P::ceil:
-    case P::round: case P::logical_not: case P::shift_left: case P::shift_right_logical:
-    case P::add: case P::sub: case P::mul: case P::div: case P::max: case P::min: case P::pow:
-    case P::logical_and: case P::logical_or: case P::logical_xor:
-    case P::eq: case P::ne: case P::lt: case P::le: case P::gt: case P::ge:
-    case P::select: case P::clamp: case P::convert_element_type: case P::stop_gradient: case P::checkpoint_name:
-    case P::bitcast_convert_type: case P::threefry2x32:
-    case P::broadcast_in_dim: case P::constant: case P::iota: case P::reshape:
-    case P::reduce_sum: case P::reduce_max: case P::reduce_min:
-      return true;
-    default:
-      return false;
-  }
-}
+bool fusible_primitive(Primitive p) { return ir::has(p, ir::kFusible); }
 
 FusedClass fused_class(const FusedLayout& l, const Shape& s) {
   using C = FusedClass;
