@@ -80,11 +80,6 @@ std::vector<ir::Type> checkpoint_name_rule(std::span<const ir::Type> in, const i
 // An identity costs nothing: the runtime may alias it.
 Cost free_cost(std::span<const ir::Type>, std::span<const ir::Type>, const ir::Params&) { return {}; }
 
-std::vector<Tensor> checkpoint_name_vjp(const ir::Equation&, std::span<const Tensor>, std::span<const Tensor>,
-                                        std::span<const Tensor> g) {
-  return {g[0]};
-}
-
 // The bodies take the operands' types (from operand `first` on).
 void check_body_inputs(const ir::Program& body, std::span<const ir::Type> in, size_t first, std::string_view what) {
   if (body.inputs.size() != in.size() - first)
@@ -179,18 +174,11 @@ std::vector<ir::Type> while_rule(std::span<const ir::Type> in, const ir::Params&
 // One trip of the body: the trip count is not known before the loop runs.
 Cost while_cost(const ir::Equation& eq) { return program_cost(*eq.subprograms.at(0)); }
 
-// stop_gradient: an identity whose cotangent is zero (jax.lax.stop_gradient).
-std::vector<Tensor> stop_gradient_vjp(const ir::Equation&, std::span<const Tensor>, std::span<const Tensor>,
-                                      std::span<const Tensor>) {
-  return {Tensor()};
-}
-
 }  // namespace
 
 void register_control_flow(Table& t) {
   t[static_cast<size_t>(Primitive::stop_gradient)] =
-      PrimitiveInfo{.shape_rule = checkpoint_name_rule, .cost_rule = free_cost,
-                    .vjp_rule = stop_gradient_vjp};  // an identity
+      PrimitiveInfo{.shape_rule = checkpoint_name_rule, .cost_rule = free_cost};  // an identity
   t[static_cast<size_t>(Primitive::scan)] =
       PrimitiveInfo{.body_shape_rule = scan_rule, .body_cost_rule = scan_cost};
   t[static_cast<size_t>(Primitive::checkpoint)] =
@@ -203,8 +191,7 @@ void register_control_flow(Table& t) {
   t[static_cast<size_t>(Primitive::while_loop)] =
       PrimitiveInfo{.body_shape_rule = while_rule, .body_cost_rule = while_cost};
   t[static_cast<size_t>(Primitive::checkpoint_name)] =
-      PrimitiveInfo{.shape_rule = checkpoint_name_rule, .cost_rule = free_cost,
-                    .vjp_rule = checkpoint_name_vjp};  // an identity
+      PrimitiveInfo{.shape_rule = checkpoint_name_rule, .cost_rule = free_cost};  // an identity
 }
 
 }  // namespace ferry::prims

@@ -29,12 +29,5 @@ inline void set_rules(Table& t, Primitive p, ShapeRule shape, CostRule cost) {
   t[static_cast<size_t>(p)].cost_rule = cost;
 }
 
-inline void set_vjp(Table& t, Primitive p, VjpRule rule) { t[static_cast<size_t>(p)].vjp_rule = rule; }
-
-// VJP rules, filled in after the entries exist (scan's VJP lives in src/transforms: it needs to
-// trace its body).
-void register_elementwise_vjps(Table& t);  // elementwise_vjp.cpp
-void register_structural_vjps(Table& t);   // structural_vjp.cpp: shape, reductions, dot, indexing, memory
-void register_new_op_vjps(Table& t);       // model_vjp.cpp: reductions by index, cumulative, gather/scatter, clamp, ...
 
 }  // namespace ferry::prims

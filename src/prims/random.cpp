@@ -31,17 +31,11 @@ Cost threefry_cost(std::span<const ir::Type> in, std::span<const ir::Type> out, 
               .bytes_written = detail::bytes_of(out)};
 }
 
-// Random bits carry no gradient.
-std::vector<Tensor> threefry_vjp(const ir::Equation&, std::span<const Tensor>, std::span<const Tensor>,
-                                 std::span<const Tensor>) {
-  return std::vector<Tensor>(4);
-}
-
 }  // namespace
 
 void register_random(Table& t) {
   t[static_cast<size_t>(Primitive::threefry2x32)] =
-      PrimitiveInfo{.shape_rule = threefry_rule, .cost_rule = threefry_cost, .vjp_rule = threefry_vjp};
+      PrimitiveInfo{.shape_rule = threefry_rule, .cost_rule = threefry_cost};
 }
 
 }  // namespace ferry::prims

@@ -1,6 +1,6 @@
 // The primitive registry: per primitive of the op table (ir/ops.def, which gives its name, operands,
 // parameters, in-place inputs and traits), its shape/dtype rule and its cost, set by its family's
-// file under src/prims/, and its VJP rule.
+// file under src/prims/. VJP rules live with the transforms (transforms/vjp_rules.h).
 #pragma once
 
 #include <cstdint>
@@ -11,10 +11,6 @@
 
 #include "ferry/primitive.h"
 #include "ir/program.h"
-
-namespace ferry {
-class Tensor;
-}
 
 namespace ferry::prims {
 
@@ -44,13 +40,6 @@ using CostRule = Cost (*)(std::span<const ir::Type> inputs, std::span<const ir::
                           const ir::Params& params);
 // Cost of a primitive with bodies (the bodies' work times the trip count).
 using BodyCostRule = Cost (*)(const ir::Equation& eq);
-// Reverse-mode rule, filled in by the autodiff layer: given the equation, its primal inputs and
-// outputs as traced tensors and the cotangents of its outputs (undefined Tensor = zero), returns one
-// cotangent per input (undefined Tensor = zero / not differentiable).
-using VjpRule = std::vector<Tensor> (*)(const ir::Equation& eq, std::span<const Tensor> primals_in,
-                                        std::span<const Tensor> primals_out,
-                                        std::span<const Tensor> cotangents_out);
-
 struct PrimitiveInfo {
   Primitive prim = Primitive::add;
   std::string_view name;
@@ -60,7 +49,6 @@ struct PrimitiveInfo {
   BodyShapeRule body_shape_rule = nullptr;  // instead of shape_rule, for primitives with bodies
   CostRule cost_rule = nullptr;
   BodyCostRule body_cost_rule = nullptr;  // instead of cost_rule, for primitives with bodies
-  VjpRule vjp_rule = nullptr;
   // Which inputs the one output may overwrite when that input dies there (bit i: input i; buffer
   // assignment then writes in place): the op table's.
   int32_t in_place = 0;

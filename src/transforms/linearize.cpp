@@ -4,9 +4,9 @@
 
 #include "compiler/dce.h"
 #include "ferry/error.h"
-#include "prims/registry.h"
 #include "trace/tracer.h"
 #include "transforms/emit.h"
+#include "transforms/vjp_rules.h"
 
 namespace ferry::transforms {
 
@@ -122,13 +122,12 @@ std::vector<Tensor> Linearization::backward(const std::vector<Tensor>& output_co
     if (const ControlFlowVjp* cf = control_flow_vjp(eq.prim)) {
       cts_in = cf->backward(eq, residuals_[e], cts_out);
     } else {
-      const prims::PrimitiveInfo& info = prims::info(eq.prim);
-      if (info.vjp_rule == nullptr)
-        throw Error(ErrorCode::unimplemented, fmt::format("{} has no VJP rule", info.name));
+      const VjpRule rule = vjp_rule(eq.prim);
+      if (rule == nullptr) throw Error(ErrorCode::unimplemented, fmt::format("{} has no VJP rule", primitive_name(eq.prim)));
       std::vector<Tensor> in, out;
       for (ir::ValueId v : eq.inputs) in.push_back(env_[static_cast<size_t>(v)]);
       for (ir::ValueId v : eq.outputs) out.push_back(env_[static_cast<size_t>(v)]);
-      cts_in = info.vjp_rule(eq, in, out, cts_out);
+      cts_in = rule(eq, in, out, cts_out);
     }
     inherit_decision(tracer, first, eq);
     if (cts_in.size() != eq.inputs.size())

@@ -1,11 +1,11 @@
-// VJP rules of the shape, reduction, dot, indexing and memory primitives.
+// VJP rules of the shape, reduction, dot, indexing and memory primitives, the identities and random bits.
 #include <algorithm>
 #include <numeric>
 
 #include "ferry/tensor.h"
-#include "prims/families.h"
+#include "transforms/vjp_rules.h"
 
-namespace ferry::prims {
+namespace ferry::transforms {
 namespace {
 
 using Ts = std::span<const Tensor>;
@@ -189,9 +189,15 @@ Out concatenate_vjp(const ir::Equation& eq, Ts x, Ts, Ts g) {
 // The cotangent goes back to the memory kind the value came from.
 Out device_put_vjp(const ir::Equation&, Ts x, Ts, Ts g) { return {device_put(g[0], x[0].memory_kind())}; }
 
+// checkpoint_name is an identity; stop_gradient is one whose cotangent is zero
+// (jax.lax.stop_gradient); random bits carry no gradient.
+Out identity_vjp(const ir::Equation&, Ts, Ts, Ts g) { return {g[0]}; }
+Out stop_gradient_vjp(const ir::Equation&, Ts, Ts, Ts) { return {Tensor()}; }
+Out threefry_vjp(const ir::Equation&, Ts, Ts, Ts) { return Out(4); }
+
 }  // namespace
 
-void register_structural_vjps(Table& t) {
+void register_structural_vjps(VjpTable& t) {
   using P = Primitive;
   set_vjp(t, P::iota, no_inputs_vjp);
   set_vjp(t, P::constant, no_inputs_vjp);
@@ -206,6 +212,9 @@ void register_structural_vjps(Table& t) {
   set_vjp(t, P::dynamic_update_slice, dynamic_update_slice_vjp);
   set_vjp(t, P::concatenate, concatenate_vjp);
   set_vjp(t, P::device_put, device_put_vjp);
+  set_vjp(t, P::checkpoint_name, identity_vjp);
+  set_vjp(t, P::stop_gradient, stop_gradient_vjp);
+  set_vjp(t, P::threefry2x32, threefry_vjp);
 }
 
-}  // namespace ferry::prims
+}  // namespace ferry::transforms

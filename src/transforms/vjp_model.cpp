@@ -8,9 +8,9 @@
 
 #include "ferry/gather.h"
 #include "ferry/tensor.h"
-#include "prims/families.h"
+#include "transforms/vjp_rules.h"
 
-namespace ferry::prims {
+namespace ferry::transforms {
 namespace {
 
 using Ts = std::span<const Tensor>;
@@ -143,7 +143,7 @@ Out scatter_add_vjp(const ir::Equation& eq, Ts x, Ts, Ts g) {
 
 }  // namespace
 
-void register_new_op_vjps(Table& t) {
+void register_model_vjps(VjpTable& t) {
   using P = Primitive;
   set_vjp(t, P::erf, erf_vjp);
   set_vjp(t, P::erf_inv, erf_inv_vjp);
@@ -163,4 +163,4 @@ void register_new_op_vjps(Table& t) {
   set_vjp(t, P::scatter_add, scatter_add_vjp);
 }
 
-}  // namespace ferry::prims
+}  // namespace ferry::transforms

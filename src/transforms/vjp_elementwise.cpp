@@ -1,9 +1,9 @@
 // VJP rules of the elementwise primitives: cotangents of the inputs from the cotangent g of the
 // output, written with the traced operations themselves (so they can be differentiated again).
 #include "ferry/tensor.h"
-#include "prims/families.h"
+#include "transforms/vjp_rules.h"
 
-namespace ferry::prims {
+namespace ferry::transforms {
 namespace {
 
 using Ts = std::span<const Tensor>;
@@ -60,7 +60,7 @@ Out convert_vjp(const ir::Equation&, Ts x, Ts, Ts g) {
 
 }  // namespace
 
-void register_elementwise_vjps(Table& t) {
+void register_elementwise_vjps(VjpTable& t) {
   using P = Primitive;
   set_vjp(t, P::neg, neg_vjp);
   set_vjp(t, P::exp, exp_vjp);
@@ -85,4 +85,4 @@ void register_elementwise_vjps(Table& t) {
   set_vjp(t, P::convert_element_type, convert_vjp);
 }
 
-}  // namespace ferry::prims
+}  // namespace ferry::transforms
