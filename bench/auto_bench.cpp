@@ -256,8 +256,8 @@ int main(int argc, char** argv) {
       "is compiled under each budget. Estimated times are `cost_analysis().estimated_seconds` at the calibrated "
       "rates.\n\n"
       "## Summary\n\n{}\n## Per model\n\n{}",
-      machine(), load_before, load_after, options.compute_flops_per_s, options.memory_bytes_per_s,
-      options.link_bandwidth_bytes_per_s, options.vector_flops_per_s, options.transcendentals_per_s, options.dot_product_seconds,
+      machine(), load_before, load_after, rates.compute_flops_per_s, rates.memory_bytes_per_s,
+      rates.link_bandwidth_bytes_per_s, rates.vector_flops_per_s, rates.transcendentals_per_s, rates.dot_product_seconds,
       repeats,
       summary, tables);
   std::printf("%s", doc.c_str());

@@ -8,7 +8,7 @@
 #include "ferry/ferry.h"
 #include "ferry/scan.h"
 #include "ir/program.h"
-#include "trace/lowered.h"
+#include "driver/lowered.h"
 
 namespace fy = ferry;
 

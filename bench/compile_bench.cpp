@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "ferry/ferry.h"
-#include "trace/lowered.h"
+#include "driver/lowered.h"
 
 namespace fy = ferry;
 

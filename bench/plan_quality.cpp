@@ -26,7 +26,7 @@
 #include "compiler/optimal_schedule.h"
 #include "ir/parser.h"
 #include "property/schedule_quality.h"
-#include "trace/lowered.h"
+#include "driver/lowered.h"
 #include "training.h"
 
 namespace fy = ferry;

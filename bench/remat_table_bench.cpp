@@ -10,7 +10,7 @@
 #include "ferry/ferry.h"
 #include "ir/program.h"
 #include "prims/registry.h"
-#include "trace/lowered.h"
+#include "driver/lowered.h"
 
 namespace fy = ferry;
 

@@ -11,7 +11,7 @@
 
 #include "ferry/ferry.h"
 #include "ir/program.h"
-#include "trace/lowered.h"
+#include "driver/lowered.h"
 
 namespace ferry::fuzz {
 

@@ -19,7 +19,8 @@ std::vector<ExplainPolicy> name_policies(const std::vector<std::string>& names) 
            policies::save_and_offload_only_these_names({}, names, MemoryKind::device, MemoryKind::pinned_host)}};
 }
 
-std::string rates_line(const CompileOptions& o) {
+std::string rates_line(const CompileOptions& options) {
+  const Rates o = options.rates.value_or(Rates{});
   return fmt::format("rates: dot {:.3g} FLOP/s (+{:.3g} s per product), other {:.3g} FLOP/s, {:.3g} transcendentals/s, "
                      "memory {:.3g} B/s, link {:.3g} B/s",
                      o.compute_flops_per_s, o.dot_product_seconds, o.vector_flops_per_s, o.transcendentals_per_s,

@@ -4,7 +4,7 @@
 //   ferry::CompileOptions o = ferry::calibrated_options();     // cached rates (measured once if none)
 //   o.device_memory_limit = 64 << 20;
 //
-// CompileOptions' default rates are this project's reference machine (docs/COST_MODEL.md); the
+// Rates' defaults are this project's reference machine (docs/COST_MODEL.md, ferry/options.h); the
 // estimated step time (CostStats::estimated_seconds) and the automatic planner's choices are only
 // as good as the rates, so the command line and the benchmarks use calibrated ones. `ferry
 // calibrate` measures and rewrites the cache.
@@ -16,16 +16,6 @@
 #include "ferry/jit.h"
 
 namespace ferry {
-
-// The rates of CompileOptions.
-struct Rates {
-  double compute_flops_per_s = 0;         // f32 dot_general FLOPs per second
-  double memory_bytes_per_s = 0;          // bytes an elementwise kernel reads and writes per second
-  double link_bandwidth_bytes_per_s = 0;  // host <-> device bytes per second through the copy queue
-  double vector_flops_per_s = 0;          // other FLOPs per second (a fused chain of f32 adds and multiplies)
-  double transcendentals_per_s = 0;       // tanh evaluations per second
-  double dot_product_seconds = 0;         // fixed cost of one small matrix product (>= 0)
-};
 
 struct CalibrateOptions {
   std::string backend = "cpu";
@@ -42,7 +32,8 @@ struct CalibrateOptions {
 // UNIMPLEMENTED, as for compile.
 Rates calibrate(const CalibrateOptions& options = {});
 
-// `options` with these rates (INVALID_ARGUMENT unless each is positive and finite).
+// `options` with these rates (CompileOptions::rates; INVALID_ARGUMENT unless each is positive and
+// finite).
 CompileOptions with_rates(CompileOptions options, const Rates& rates);
 
 // Where the rates are cached: $FERRY_CACHE_DIR/rates.json, else $XDG_CACHE_HOME/ferry/rates.json,

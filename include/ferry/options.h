@@ -5,10 +5,25 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace ferry {
+
+// The cost model's rates (each > 0): the estimated step time (CostStats::estimated_seconds) and the
+// automatic planner's choices are made with them. The defaults are this project's reference CPU
+// machine (docs/COST_MODEL.md); `ferry calibrate` measures them on this machine (ferry/calibrate.h),
+// and a backend has its own (a GPU's nominal rates).
+struct Rates {
+  double compute_flops_per_s = 1e11;         // matrix-product (dot_general) FLOPs
+  double memory_bytes_per_s = 2e10;          // bytes an equation reads and writes
+  double link_bandwidth_bytes_per_s = 25e9;  // host <-> device copies
+  double vector_flops_per_s = 1e10;          // the other FLOPs: elementwise arithmetic, random bits, ...
+  double transcendentals_per_s = 1e9;        // evaluations of exp, log, tanh, erf, pow, ...
+  double dot_product_seconds = 1e-6;         // fixed cost of each matrix product (a batch of B costs B)
+  bool operator==(const Rates&) const = default;
+};
 
 struct CompileOptions {
   // Bytes; 0: no limit on the "cpu" backend, and on a GPU backend the GPU's free memory when
@@ -21,15 +36,9 @@ struct CompileOptions {
   // a value an automatic checkpoint recomputes) recompute it, so that the plan fits the limit at
   // the lowest estimated step time. Decisions of explicit checkpoint policies are kept.
   bool fit_to_limit = false;
-  // The cost model's rates (> 0): the estimated step time (CostStats::estimated_seconds) and the
-  // automatic planner's choices are made with them. The defaults are this project's reference CPU
-  // machine (docs/COST_MODEL.md); `ferry calibrate` measures them on this machine.
-  double link_bandwidth_bytes_per_s = 25e9;  // host <-> device copies
-  double compute_flops_per_s = 1e11;         // matrix-product (dot_general) FLOPs
-  double memory_bytes_per_s = 2e10;          // bytes an equation reads and writes
-  double vector_flops_per_s = 1e10;          // the other FLOPs: elementwise arithmetic, random bits, ...
-  double transcendentals_per_s = 1e9;        // evaluations of exp, log, tanh, erf, pow, ...
-  double dot_product_seconds = 1e-6;         // fixed cost of each matrix product (a batch of B costs B)
+  // The cost model's rates; unset: the backend's (on "cpu", the reference machine's: Rates'
+  // defaults). calibrated_options() sets this machine's measured ones.
+  std::optional<Rates> rates;
   // Checked mode, for tests: every arena byte outside a live buffer holds a poison pattern (0xFF
   // bytes, a NaN in every float dtype) from the start of a run and again from the moment its buffer
   // is released, so a kernel that reads a buffer before it is written or after the plan released

@@ -121,7 +121,7 @@ struct Positions {
 // run, an elementwise equation joins a fused group with its neighbours and its intermediates stay
 // in the kernel's blocks: its arithmetic is its cost, not a pass over memory (the group's reads
 // and writes at its edges are a small part of a chain's).
-double seconds_of(const ir::Equation& eq, const ir::Program& p, const StepRates& rates, bool fused) {
+double seconds_of(const ir::Equation& eq, const ir::Program& p, const Target& rates, bool fused) {
   prims::Cost c = prims::cost(eq, p);
   if (fused && prims::fusible_primitive(eq.prim) && eq.prim != Primitive::reshape) c.bytes_read = c.bytes_written = 0;
   return equation_seconds(c, rates);
@@ -130,7 +130,7 @@ double seconds_of(const ir::Equation& eq, const ir::Program& p, const StepRates&
 // The work a recomputation of `group` adds: its own equations and the recomputations they read
 // that are not candidates (a candidate's value exists whatever is chosen for it), transitively.
 double chain_seconds(const ir::Program& bp, const Group& g, const Twins& twins, const std::vector<char>& candidate_clone,
-                     const StepRates& rates, bool fused) {
+                     const Target& rates, bool fused) {
   std::vector<int> producer(bp.values.size(), -1);
   for (size_t e = 0; e < bp.equations.size(); ++e)
     for (ValueId v : bp.equations[e].outputs) producer[idx(v)] = static_cast<int>(e);
@@ -155,9 +155,9 @@ double chain_seconds(const ir::Program& bp, const Group& g, const Twins& twins, 
 
 class Planner {
  public:
-  Planner(const ir::Program& program, const CompileOptions& options, const PlanTail& tail)
-      : p0_(program), options_(options), tail_(tail),
-        twins_(find_twins(program, options.fit_to_limit && options.device_memory_limit > 0)), rates_(step_rates(options)) {
+  Planner(const ir::Program& program, const Target& target, const PlanTail& tail)
+      : p0_(program), options_(target), tail_(tail),
+        twins_(find_twins(program, target.fit_to_limit && target.device_memory_limit > 0)) {
     std::map<std::tuple<int, ValueId, bool>, size_t> group_of;
     for (size_t t = 0; t < twins_.twins.size(); ++t) {
       const Twin& tw = twins_.twins[t];
@@ -296,18 +296,18 @@ class Planner {
       const Group& gr = groups_[g];
       ValueId v = gr.pair < 0 ? gr.original : saved.stacked[gr.twins[0]];
       if (v >= 0) bytes[g] = p.type(v).size_bytes();
-      transfer_total += 2.0 * static_cast<double>(bytes[g]) / rates_.link_bytes_per_s;
+      transfer_total += 2.0 * static_cast<double>(bytes[g]) / options_.rates.link_bandwidth_bytes_per_s;
     }
-    double compute = std::max(estimate_step_time(p, rates_).compute_seconds, 1e-12);
+    double compute = std::max(estimate_step_time(p, options_).compute_seconds, 1e-12);
     // The part of a transfer the compute does not hide, plus the compute it slows where copies run
-    // on the compute's own cores (StepRates::copy_compute_share).
-    double exposed_share = std::min(1.0, std::clamp(transfer_total / compute, 0.05, 1.0) + rates_.copy_compute_share);
+    // on the compute's own cores (Target::copy_compute_share).
+    double exposed_share = std::min(1.0, std::clamp(transfer_total / compute, 0.05, 1.0) + options_.copy_compute_share);
 
     for (size_t g = 0; g < groups_.size(); ++g) {
       const Group& gr = groups_[g];
       AutoCandidate c;
       c.label = fmt::format("%{}{}", gr.original, gr.pair >= 0 ? fmt::format(" (scan pair {})", gr.pair) : "");
-      const double offload_seconds = 2.0 * static_cast<double>(bytes[g]) / rates_.link_bytes_per_s * exposed_share;
+      const double offload_seconds = 2.0 * static_cast<double>(bytes[g]) / options_.rates.link_bandwidth_bytes_per_s * exposed_share;
       if (gr.late_begin >= 0) {
         ValueId v = gr.original;
         const int64_t b = p.type(v).size_bytes();
@@ -338,7 +338,7 @@ class Planner {
         }
         if (first_bwd > last_pos) continue;  // nothing reads it late: no choice to make
         const int64_t b = p.type(v).size_bytes();
-        const double recompute_seconds = chain_seconds(p0_, gr, twins_, clone_is_candidate0, rates_, options_.fuse);
+        const double recompute_seconds = chain_seconds(p0_, gr, twins_, clone_is_candidate0, options_, options_.fuse);
         std::vector<AutoInterval> early;
         if (last_fwd >= 0) early.push_back({d, last_fwd, b});
         AutoInterval late{std::max(first_bwd - 1, d), last, b};
@@ -364,7 +364,7 @@ class Planner {
         // Recomputed: a slice in the backward body while it runs.
         if (!gr.stacked) {
           const double recompute_seconds = static_cast<double>(length) *
-              chain_seconds(body, gr, twins_, clone_is_candidate_body[static_cast<size_t>(gr.pair)], rates_,
+              chain_seconds(body, gr, twins_, clone_is_candidate_body[static_cast<size_t>(gr.pair)], options_,
                             options_.fuse);
           c.options.push_back({Kind::recompute, recompute_seconds, {{last, last, slice}}});
         }
@@ -386,17 +386,16 @@ class Planner {
 
  private:
   const ir::Program& p0_;
-  const CompileOptions& options_;
+  const Target& options_;
   const PlanTail& tail_;
   Twins twins_;
-  StepRates rates_;
   std::vector<Group> groups_;
   mutable std::vector<size_t> problem_group_;  // per problem candidate: its group
 };
 
 }  // namespace
 
-bool plan_automatic(ir::Program& program, const CompileOptions& options, const PlanTail& tail, AutoPlanReport* report,
+bool plan_automatic(ir::Program& program, const Target& options, const PlanTail& tail, AutoPlanReport* report,
                     const PlanTail* pose_tail) {
   if (!has_automatic(program) && !(options.fit_to_limit && options.device_memory_limit > 0)) return false;
   Planner planner(program, options, tail);

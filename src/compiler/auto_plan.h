@@ -22,6 +22,7 @@
 
 #include "compiler/auto_problem.h"
 #include "compiler/memory_plan.h"
+#include "compiler/target.h"
 #include "ferry/options.h"
 #include "ir/program.h"
 
@@ -46,7 +47,7 @@ struct AutoPlanReport {
 // changed anything. The choice is posed on the all-saved program as `pose_tail` plans it (null:
 // `tail`): without fusion, whose groups give the values the planner chooses for new names; every
 // choice is then checked with `tail`, exactly as compile will plan it.
-bool plan_automatic(ir::Program& program, const CompileOptions& options, const PlanTail& tail,
+bool plan_automatic(ir::Program& program, const Target& target, const PlanTail& tail,
                     AutoPlanReport* report = nullptr, const PlanTail* pose_tail = nullptr);
 
 }  // namespace ferry::compiler

@@ -30,9 +30,9 @@ CostStats cost_stats(const ir::Program& p) {
   return total;
 }
 
-CostStats cost_stats(const ir::Program& p, const CompileOptions& options) {
+CostStats cost_stats(const ir::Program& p, const Target& target) {
   CostStats stats = cost_stats(p);
-  StepTime t = estimate_step_time(p, step_rates(options));
+  StepTime t = estimate_step_time(p, target);
   stats.estimated_seconds = t.seconds();
   stats.exposed_copy_seconds = t.exposed_copy_seconds;
   return stats;

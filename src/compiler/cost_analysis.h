@@ -2,6 +2,7 @@
 // bytes copied between memory kinds (scan bodies once per step).
 #pragma once
 
+#include "compiler/target.h"
 #include "ferry/options.h"
 #include "ir/program.h"
 
@@ -10,6 +11,6 @@ namespace ferry::compiler {
 // Work only (estimated_seconds 0).
 CostStats cost_stats(const ir::Program& program);
 // Work and the estimated step time at the options' rates.
-CostStats cost_stats(const ir::Program& program, const CompileOptions& options);
+CostStats cost_stats(const ir::Program& program, const Target& target);
 
 }  // namespace ferry::compiler

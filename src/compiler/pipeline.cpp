@@ -25,7 +25,7 @@ namespace {
 // their dimension numbers, every output gets its own buffer, transfers between memory kinds become
 // asynchronous copies, elementwise chains become fused loops, the scheduler orders the rest for a
 // low device peak, and the copies are placed around it by the cost model. Buffer assignment (plan_memory, an analysis run by compile) plans the final order.
-std::vector<Pass> placement_passes(const CompileOptions& options) {
+std::vector<Pass> placement_passes(const Target& options) {
   std::vector<Pass> passes{
       {"drop_names", drop_names},
       {"fold_transposes", fold_transposes},
@@ -40,7 +40,7 @@ std::vector<Pass> placement_passes(const CompileOptions& options) {
 
 // The placement passes on a copy of a program, then buffer assignment: what the automatic planner
 // checks each of its choices with.
-PlanTail placement_tail(const CompileOptions& options, const PlanOptions& plan_options) {
+PlanTail placement_tail(const Target& options, const PlanOptions& plan_options) {
   return [options, plan_options](const ir::Program& program) {
     auto p = std::make_shared<ir::Program>(program);
     for (const Pass& pass : placement_passes(options)) pass.run(*p);
@@ -51,14 +51,14 @@ PlanTail placement_tail(const CompileOptions& options, const PlanOptions& plan_o
 
 }  // namespace
 
-std::vector<Pass> passes_for(const CompileOptions& options, const PlanOptions& plan_options) {
+std::vector<Pass> passes_for(const Target& options, const PlanOptions& plan_options) {
   // Clean-ups first: differentiation leaves duplicated and unused work behind, and constants and
   // identities that simplify turns into scalars or removes. Then the automatic planner makes the
   // choices automatic checkpoints left open (it plans each candidate with the passes after it),
   // then placement.
   PlanTail tail = placement_tail(options, plan_options);
   // The planner poses its choice on the unfused plan (its candidates are values fusion renames).
-  CompileOptions unfused = options;
+  Target unfused = options;
   unfused.fuse = false;
   PlanTail pose_tail = placement_tail(unfused, plan_options);
   std::vector<Pass> passes{
@@ -74,7 +74,7 @@ std::vector<Pass> passes_for(const CompileOptions& options, const PlanOptions& p
   return passes;
 }
 
-std::shared_ptr<const ir::Program> run_pipeline(const ir::Program& program, const CompileOptions& options,
+std::shared_ptr<const ir::Program> run_pipeline(const ir::Program& program, const Target& options,
                                                 const std::function<void(const std::string&)>& dump,
                                                 const PlanOptions& plan_options) {
   auto p = std::make_shared<ir::Program>(program);

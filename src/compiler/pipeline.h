@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "compiler/memory_plan.h"
-#include "ferry/options.h"
+#include "compiler/target.h"
 #include "ir/program.h"
 
 namespace ferry::compiler {
@@ -21,11 +21,11 @@ struct Pass {
 
 // The passes for these options, in order. `plan_options` are buffer assignment's (the automatic
 // planner plans candidate programs as compile will).
-std::vector<Pass> passes_for(const CompileOptions& options, const PlanOptions& plan_options = {});
+std::vector<Pass> passes_for(const Target& target, const PlanOptions& plan_options = {});
 
 // Runs the passes on a copy of `program`. If `dump` is set it receives the IR text after each pass
 // (as "// after <pass>\n<text>"). A verifier failure after a pass is INTERNAL and names the pass.
-std::shared_ptr<const ir::Program> run_pipeline(const ir::Program& program, const CompileOptions& options,
+std::shared_ptr<const ir::Program> run_pipeline(const ir::Program& program, const Target& target,
                                                 const std::function<void(const std::string&)>& dump = {},
                                                 const PlanOptions& plan_options = {});
 

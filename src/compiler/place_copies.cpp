@@ -14,7 +14,7 @@ namespace ferry::compiler {
 
 namespace {
 
-bool place_region(ir::Program& program, const ir::Equation* parent, const CompileOptions& options) {
+bool place_region(ir::Program& program, const ir::Equation* parent, const Target& options) {
   bool changed = run_on_bodies_with_parent(
       program, [&](ir::Program& body, const ir::Equation& eq) { return place_region(body, &eq, options); });
   auto is_copy = [](const ir::Equation& e) { return e.prim == ir::op::copy_start || e.prim == ir::op::copy_done; };
@@ -26,10 +26,9 @@ bool place_region(ir::Program& program, const ir::Equation* parent, const Compil
   const size_t m = compute.size();
   // elapsed[k]: modelled time before compute equation k runs.
   std::vector<double> elapsed(m + 1, 0);
-  const StepRates rates = step_rates(options);
   for (size_t k = 0; k < m; ++k) {
     const ir::Equation& eq = program.equations[compute[k]];
-    elapsed[k + 1] = elapsed[k] + equation_seconds(prims::cost(eq, program), rates);
+    elapsed[k + 1] = elapsed[k] + equation_seconds(prims::cost(eq, program), options);
   }
   // ready_slot[v]: the first slot where v exists; first_reader[v]: the slot of its first compute
   // reader (through copies).
@@ -64,7 +63,7 @@ bool place_region(ir::Program& program, const ir::Equation* parent, const Compil
         // A fetch: as late as hides the copy before the done's reader.
         ir::ValueId result = done_of[static_cast<size_t>(dst)] >= 0 ? done_of[static_cast<size_t>(dst)] : dst;
         size_t need = std::max(floor, first_reader[static_cast<size_t>(result)]);
-        double copy_time = static_cast<double>(program.type(dst).size_bytes()) / options.link_bandwidth_bytes_per_s;
+        double copy_time = static_cast<double>(program.type(dst).size_bytes()) / options.rates.link_bandwidth_bytes_per_s;
         slot = need;
         while (slot > floor && elapsed[need] - elapsed[slot] < copy_time) --slot;
       } else {
@@ -78,7 +77,7 @@ bool place_region(ir::Program& program, const ir::Equation* parent, const Compil
       if (program.type(result).kind == MemoryKind::device) {
         slot = cap;  // a fetch is done right before its reader
       } else {
-        double copy_time = static_cast<double>(program.type(result).size_bytes()) / options.link_bandwidth_bytes_per_s;
+        double copy_time = static_cast<double>(program.type(result).size_bytes()) / options.rates.link_bandwidth_bytes_per_s;
         slot = started;
         while (slot < cap && elapsed[slot] - elapsed[started] < copy_time) ++slot;
       }
@@ -103,6 +102,6 @@ bool place_region(ir::Program& program, const ir::Equation* parent, const Compil
 
 }  // namespace
 
-bool place_copies(ir::Program& program, const CompileOptions& options) { return place_region(program, nullptr, options); }
+bool place_copies(ir::Program& program, const Target& options) { return place_region(program, nullptr, options); }
 
 }  // namespace ferry::compiler

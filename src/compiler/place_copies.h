@@ -8,11 +8,11 @@
 // The memory plan then accounts for every in-flight buffer on both kinds.
 #pragma once
 
-#include "ferry/options.h"
+#include "compiler/target.h"
 #include "ir/program.h"
 
 namespace ferry::compiler {
 
-bool place_copies(ir::Program& program, const CompileOptions& options);
+bool place_copies(ir::Program& program, const Target& target);
 
 }  // namespace ferry::compiler

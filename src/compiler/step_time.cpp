@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "prims/registry.h"
-#include "runtime/backend.h"
 
 namespace ferry::compiler {
 namespace {
@@ -15,14 +14,14 @@ bool crosses_kinds(const ir::Program& p, const ir::Equation& eq) {
 
 }  // namespace
 
-double equation_seconds(const prims::Cost& c, const StepRates& rates) {
-  double compute = c.dot_flops / rates.flops_per_s + c.dot_products * rates.dot_product_seconds +
-                   std::max(c.flops - c.dot_flops, 0.0) / rates.vector_flops_per_s +
-                   c.transcendentals / rates.transcendentals_per_s;
-  return std::max(compute, static_cast<double>(c.bytes_read + c.bytes_written) / rates.memory_bytes_per_s);
+double equation_seconds(const prims::Cost& c, const Target& target) {
+  double compute = c.dot_flops / target.rates.compute_flops_per_s + c.dot_products * target.rates.dot_product_seconds +
+                   std::max(c.flops - c.dot_flops, 0.0) / target.rates.vector_flops_per_s +
+                   c.transcendentals / target.rates.transcendentals_per_s;
+  return std::max(compute, static_cast<double>(c.bytes_read + c.bytes_written) / target.rates.memory_bytes_per_s);
 }
 
-StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
+StepTime estimate_step_time(const ir::Program& p, const Target& target) {
   StepTime t;
   double now = 0, link_free = 0, waited = 0;
   std::vector<double> transfer_end(p.values.size(), 0);  // by a copy_start's result
@@ -39,7 +38,7 @@ StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
     // A fused group is one kernel: its cost rule counts only what it reads and writes.
     if (!eq.subprograms.empty() && eq.prim != ir::op::fused) {
       double times = eq.prim == Primitive::scan ? static_cast<double>(std::get<ir::ScanParams>(eq.params).length) : 1.0;
-      StepTime body = estimate_step_time(*eq.subprograms[0], rates);
+      StepTime body = estimate_step_time(*eq.subprograms[0], target);
       now += times * body.seconds();
       t.compute_seconds += times * body.compute_seconds;
       waited += times * body.exposed_copy_seconds;
@@ -48,11 +47,11 @@ StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
     if (eq.prim == ir::op::copy_start) {
       double bytes = static_cast<double>(p.type(eq.outputs[0]).size_bytes());
       double start = std::max(now, link_free);
-      link_free = start + bytes / rates.link_bytes_per_s;
+      link_free = start + bytes / target.rates.link_bandwidth_bytes_per_s;
       transfer_end[static_cast<size_t>(eq.outputs[0])] = link_free;
       // The cores it takes from the kernels (charged when it starts: the compute it overlaps is
       // what slows, and which compute that is matters little to the total).
-      const double slowed = rates.copy_compute_share * bytes / rates.link_bytes_per_s;
+      const double slowed = target.copy_compute_share * bytes / target.rates.link_bandwidth_bytes_per_s;
       now += slowed;
       t.compute_seconds += slowed;
       continue;
@@ -68,31 +67,17 @@ StepTime estimate_step_time(const ir::Program& p, const StepRates& rates) {
     if (eq.prim == Primitive::device_put && crosses_kinds(p, eq)) {  // synchronous: wait for the link, then copy
       double bytes = static_cast<double>(p.type(eq.outputs[0]).size_bytes());
       double start = std::max(now, link_free);
-      link_free = start + bytes / rates.link_bytes_per_s;
+      link_free = start + bytes / target.rates.link_bandwidth_bytes_per_s;
       waited += link_free - now;
       now = link_free;
       continue;
     }
-    double seconds = equation_seconds(prims::cost(eq, p), rates);
+    double seconds = equation_seconds(prims::cost(eq, p), target);
     now += seconds;
     t.compute_seconds += seconds;
   }
   t.exposed_copy_seconds = waited;
   return t;
-}
-
-}  // namespace ferry::compiler
-
-namespace ferry::compiler {
-
-StepRates step_rates(const CompileOptions& options) {
-  return {.flops_per_s = options.compute_flops_per_s,
-          .memory_bytes_per_s = options.memory_bytes_per_s,
-          .link_bytes_per_s = options.link_bandwidth_bytes_per_s,
-          .vector_flops_per_s = options.vector_flops_per_s,
-          .transcendentals_per_s = options.transcendentals_per_s,
-          .dot_product_seconds = options.dot_product_seconds,
-          .copy_compute_share = runtime::backend(options.backend).facts().copy_compute_share};
 }
 
 }  // namespace ferry::compiler

@@ -2,7 +2,7 @@
 //
 // Two queues, as the runtime has them: the compute queue runs the equations in program order, each
 // taking the longer of its compute (equation_seconds) and its bytes read and written at
-// `memory_bytes_per_s`; the copy queue runs the transfers between memory kinds one after another
+// the target's `memory_bytes_per_s`; the copy queue runs the transfers between memory kinds one after another
 // (they share the link), each starting when its copy_start is reached and the link is free and
 // taking its bytes at `link_bytes_per_s`. A copy_done waits for its transfer, so only the part of
 // a transfer that the compute in its window does not hide costs time; where the copies run on the
@@ -12,27 +12,15 @@
 // counted once per step; so is a checkpoint's body.
 #pragma once
 
-#include "ferry/options.h"
+#include "compiler/target.h"
 #include "ir/program.h"
 #include "prims/registry.h"
 
 namespace ferry::compiler {
 
-struct StepRates {
-  double flops_per_s = 1e11;  // matrix-product FLOPs
-  double memory_bytes_per_s = 2e10;
-  double link_bytes_per_s = 2.5e10;
-  double vector_flops_per_s = 1e10;     // the other FLOPs (elementwise arithmetic, random bits, ...)
-  double transcendentals_per_s = 1e9;   // exp, tanh, erf, ... evaluations
-  double dot_product_seconds = 1e-6;    // fixed cost of each matrix product (call, packing, threads)
-  // The share of its own time an asynchronous transfer takes from the compute queue (the backend's
-  // DeviceFacts::copy_compute_share: 0 with copy engines of their own, 1/threads on the CPU).
-  double copy_compute_share = 0;
-};
-
 // The time of work `c` on the compute queue: its compute (matrix FLOPs and the per-product cost,
 // other FLOPs, transcendentals, each at its rate) or its memory traffic, whichever is longer.
-double equation_seconds(const prims::Cost& c, const StepRates& rates);
+double equation_seconds(const prims::Cost& c, const Target& target);
 
 struct StepTime {
   double compute_seconds = 0;       // the compute queue's own work (recomputation included)
@@ -40,9 +28,6 @@ struct StepTime {
   double seconds() const { return compute_seconds + exposed_copy_seconds; }
 };
 
-StepTime estimate_step_time(const ir::Program& program, const StepRates& rates);
-
-// The rates compile options give.
-StepRates step_rates(const CompileOptions& options);
+StepTime estimate_step_time(const ir::Program& program, const Target& target);
 
 }  // namespace ferry::compiler

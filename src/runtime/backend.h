@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ferry/options.h"
 #include "ferry/primitive.h"
 #include "ferry/types.h"
 #include "runtime/kernel.h"
@@ -51,12 +52,8 @@ struct DeviceFacts {
   std::string description;       // "CPU" or the GPU's name
   int64_t memory_bytes = 0;      // the device memory there is; 0 where device memory is host RAM
   int64_t free_memory_bytes = 0; // free now (the default device limit where memory_bytes > 0)
-  // Default rates for the cost model (CompileOptions' fields of the same names).
-  double link_bandwidth_bytes_per_s = 0;
-  double compute_flops_per_s = 0;
-  double memory_bytes_per_s = 0;
-  double vector_flops_per_s = 0;
-  double transcendentals_per_s = 0;
+  // The cost model's rates where CompileOptions gives none.
+  Rates rates;
   // Copies from or to unpinned_host memory block the host (and so hide behind no compute).
   bool unpinned_copies_synchronous = false;
   // The share of compute throughput an asynchronous copy takes while it runs: 0 where copy engines

@@ -23,7 +23,8 @@
 #include "property/random_program.h"
 #include "runtime/workspace.h"
 #include "support/gradient_check.h"
-#include "trace/lowered.h"
+#include "driver/compile.h"
+#include "driver/lowered.h"
 
 namespace ferry::compiler {
 namespace {
@@ -50,9 +51,10 @@ struct Posed {
                                // pass's work on saved values early, which moves its peak)
 };
 
-Posed posed_problem(const Lowered& lowered, const CompileOptions& options) {
-  PlanOptions plan_options;  // as Lowered::compile makes them
-  plan_options.workspace = runtime::workspace_sizes(options.backend);
+Posed posed_problem(const Lowered& lowered, const CompileOptions& compile_options) {
+  const Target options = driver::resolve_target(compile_options);  // as Lowered::compile makes them
+  PlanOptions plan_options;
+  plan_options.workspace = options.workspace;
   plan_options.donated = lowered.impl().donated;
   std::vector<Pass> passes = passes_for(options, plan_options);
   auto planner = std::find_if(passes.begin(), passes.end(), [](const Pass& p) { return p.name == "auto_plan"; });

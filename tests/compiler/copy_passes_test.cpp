@@ -109,13 +109,13 @@ TEST(MaterializeOutputs, ABodyThatReturnsItsCarryUnchangedGetsACopy) {
 // Rates that make placement arithmetic easy: every sin of f32[4] takes 4 s (4 FLOPs at 1 FLOP/s;
 // transcendentals and memory traffic free); the link moves 1 byte per second, so a copy of an
 // f32[4] (16 bytes) takes as long as four of them.
-CompileOptions slow_link() {
-  CompileOptions o;
-  o.link_bandwidth_bytes_per_s = 1;
-  o.vector_flops_per_s = 1;
-  o.transcendentals_per_s = 1e30;
-  o.memory_bytes_per_s = 1e30;
-  return o;
+Target slow_link() {
+  Target t;
+  t.rates.link_bandwidth_bytes_per_s = 1;
+  t.rates.vector_flops_per_s = 1;
+  t.rates.transcendentals_per_s = 1e30;
+  t.rates.memory_bytes_per_s = 1e30;
+  return t;
 }
 
 TEST(PlaceCopies, AnOffloadStartsAtItsSourceAndIsDoneOnceComputeHidIt) {

@@ -18,8 +18,8 @@ TEST(Pipeline, RunsEachPassAndDumpsTheIrAfterIt) {
       "  return %4\n"
       "}\n");
   std::vector<std::string> dumps;
-  auto out = run_pipeline(*p, CompileOptions{}, [&](const std::string& s) { dumps.push_back(s); });
-  ASSERT_EQ(dumps.size(), passes_for(CompileOptions{}).size() + 1);
+  auto out = run_pipeline(*p, Target{}, [&](const std::string& s) { dumps.push_back(s); });
+  ASSERT_EQ(dumps.size(), passes_for(Target{}).size() + 1);
   EXPECT_EQ(dumps[0].rfind("// input\n", 0), 0u);
   EXPECT_EQ(dumps[1].rfind("// after cse\n", 0), 0u);
   EXPECT_EQ(dumps[2].rfind("// after dce\n", 0), 0u);

@@ -11,8 +11,13 @@ namespace {
 
 // Rates that make the arithmetic easy: 1 FLOP per second, memory traffic and transcendentals free,
 // 1 byte per second.
-constexpr StepRates kRates{.flops_per_s = 1, .memory_bytes_per_s = 1e30, .link_bytes_per_s = 1,
-                           .vector_flops_per_s = 1, .transcendentals_per_s = 1e30, .dot_product_seconds = 0};
+Target easy_target() {
+  Target t;
+  t.rates = {.compute_flops_per_s = 1, .memory_bytes_per_s = 1e30, .link_bandwidth_bytes_per_s = 1,
+             .vector_flops_per_s = 1, .transcendentals_per_s = 1e30, .dot_product_seconds = 0};
+  return t;
+}
+const Target kRates = easy_target();
 
 // Each kind of work at its own rate; an equation takes its compute or its memory traffic,
 // whichever is longer.
@@ -24,8 +29,9 @@ TEST(StepTime, EachKindOfWorkAtItsRate) {
       "  %5 = add %2, %2 : f32[1000]\n"
       "  return %3, %4, %5\n"
       "}\n");
-  const StepRates rates{.flops_per_s = 1024, .memory_bytes_per_s = 1e4, .link_bytes_per_s = 1,
-                        .vector_flops_per_s = 1e3, .transcendentals_per_s = 100, .dot_product_seconds = 0.5};
+  Target rates;
+  rates.rates = {.compute_flops_per_s = 1024, .memory_bytes_per_s = 1e4, .link_bandwidth_bytes_per_s = 1,
+                 .vector_flops_per_s = 1e3, .transcendentals_per_s = 100, .dot_product_seconds = 0.5};
   auto seconds = [&](size_t e) { return equation_seconds(prims::cost(p->equations[e], *p), rates); };
   // 2*4*8*2*16 = 2048 FLOPs at 1024/s, plus 4 products at 0.5 s (its 2816 bytes take 0.28 s).
   EXPECT_DOUBLE_EQ(seconds(0), 2.0 + 4 * 0.5);
@@ -48,8 +54,8 @@ TEST(StepTime, AReshapeInPlaceMovesNothing) {
       "  %5 = reduce_sum[axes=[0,1]] %3 : f32[]\n"
       "  return %2, %4, %5\n"
       "}\n");
-  StepRates rates = kRates;
-  rates.memory_bytes_per_s = 1;
+  Target rates = kRates;
+  rates.rates.memory_bytes_per_s = 1;
   const double sin_cos = 2 * std::max(16.0, 128.0), sum = std::max(16.0, 64.0 + 4.0);
   EXPECT_DOUBLE_EQ(estimate_step_time(*p, rates).compute_seconds, sin_cos + 128 + sum);
 }
@@ -99,7 +105,7 @@ TEST(StepTime, ACopyOnTheComputeCoresSlowsTheComputeByItsShare) {
       "  %5 = copy_done %2, %0 : f32[16]{pinned_host}\n"
       "  return %5, %4\n"
       "}\n");
-  StepRates shared = kRates;
+  Target shared = kRates;
   shared.copy_compute_share = 0.5;
   StepTime t = estimate_step_time(*p, shared);
   EXPECT_DOUBLE_EQ(t.compute_seconds, 32 + 32);

@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "ferry/ferry.h"
-#include "trace/lowered.h"
+#include "driver/lowered.h"
 #include "support/error_of.h"
 #include "support/memory_check.h"
 
@@ -221,9 +221,10 @@ TEST(BadInput, CostModelRates) {
   fy::Lowered l = lower1([](fy::Tensor x) { return fy::sum(fy::sin(x)); });
   for (double rate : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
     expect_error(ErrorCode::invalid_argument, "link_bandwidth_bytes_per_s", [&] {
-      l.compile({.link_bandwidth_bytes_per_s = rate});
+      l.compile({.rates = fy::Rates{.link_bandwidth_bytes_per_s = rate}});
     });
-    expect_error(ErrorCode::invalid_argument, "compute_flops_per_s", [&] { l.compile({.compute_flops_per_s = rate}); });
+    expect_error(ErrorCode::invalid_argument, "compute_flops_per_s",
+                 [&] { l.compile({.rates = fy::Rates{.compute_flops_per_s = rate}}); });
   }
 }
 

@@ -10,7 +10,7 @@
 
 #include "fuzz_input.h"
 #include "ir/parser.h"
-#include "trace/lowered.h"
+#include "driver/lowered.h"
 
 namespace {
 

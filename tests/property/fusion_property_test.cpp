@@ -17,7 +17,7 @@
 
 #include "compiler/fuse.h"
 #include "ferry/ferry.h"
-#include "trace/lowered.h"
+#include "driver/lowered.h"
 #include "ir/parser.h"
 
 namespace ferry {

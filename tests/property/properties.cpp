@@ -12,7 +12,7 @@
 #include "ferry/autodiff.h"
 #include "support/gradient_check.h"
 #include "support/memory_check.h"
-#include "trace/lowered.h"
+#include "driver/lowered.h"
 
 namespace ferry::property {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "property/properties.h"
-#include "trace/lowered.h"
+#include "driver/lowered.h"
 
 namespace fy = ferry;
 namespace pr = ferry::property;

@@ -12,7 +12,7 @@
 #include "compiler/pipeline.h"
 #include "ferry/autodiff.h"
 #include "ir/printer.h"
-#include "trace/lowered.h"
+#include "driver/lowered.h"
 
 namespace ferry::property {
 namespace {

@@ -35,9 +35,9 @@ struct Planned {
 
 Planned plan_of(const char* text) {
   Planned p;
-  CompileOptions options;
-  options.fuse = false;  // the buffers of sin and cos are what these tests move and release
-  p.program = compiler::run_pipeline(*ir::parse(text), options);
+  compiler::Target target;
+  target.fuse = false;  // the buffers of sin and cos are what these tests move and release
+  p.program = compiler::run_pipeline(*ir::parse(text), target);
   p.plan = std::make_shared<compiler::MemoryPlan>(*compiler::plan_memory(*p.program, false));
   return p;
 }

@@ -122,7 +122,9 @@ TEST_F(RatesCache, CalibratedOptionsTakeTheCachedRatesAndKeepTheRest) {
   fy::save_rates({.compute_flops_per_s = 1.5e9, .memory_bytes_per_s = 2.5e9, .link_bandwidth_bytes_per_s = 3.5e9,
                   .vector_flops_per_s = 4.5e9, .transcendentals_per_s = 5.5e8, .dot_product_seconds = 6.5e-7},
                  file("rates.json"));
-  fy::CompileOptions o = fy::calibrated_options({.device_memory_limit = 4096, .fit_to_limit = true});
+  fy::CompileOptions options = fy::calibrated_options({.device_memory_limit = 4096, .fit_to_limit = true});
+  ASSERT_TRUE(options.rates.has_value());
+  const fy::Rates& o = *options.rates;
   // Values no measurement gives: these come from the cache, not from a calibration.
   EXPECT_EQ(o.compute_flops_per_s, 1.5e9);
   EXPECT_EQ(o.memory_bytes_per_s, 2.5e9);
@@ -130,13 +132,16 @@ TEST_F(RatesCache, CalibratedOptionsTakeTheCachedRatesAndKeepTheRest) {
   EXPECT_EQ(o.vector_flops_per_s, 4.5e9);
   EXPECT_EQ(o.transcendentals_per_s, 5.5e8);
   EXPECT_EQ(o.dot_product_seconds, 6.5e-7);
-  EXPECT_EQ(o.device_memory_limit, 4096);
-  EXPECT_TRUE(o.fit_to_limit);
+  const fy::CompileOptions& o_options = options;
+  EXPECT_EQ(o_options.device_memory_limit, 4096);
+  EXPECT_TRUE(o_options.fit_to_limit);
 }
 
 TEST_F(RatesCache, WithoutACacheTheRatesAreMeasuredOnceAndCached) {
   setenv("FERRY_CACHE_DIR", dir_.c_str(), 1);
-  fy::CompileOptions o = fy::calibrated_options();
+  fy::CompileOptions options = fy::calibrated_options();
+  ASSERT_TRUE(options.rates.has_value());
+  const fy::Rates& o = *options.rates;
   for (double rate : {o.compute_flops_per_s, o.memory_bytes_per_s, o.link_bandwidth_bytes_per_s, o.vector_flops_per_s,
                       o.transcendentals_per_s, o.dot_product_seconds}) {
     EXPECT_GT(rate, 0);
@@ -149,7 +154,7 @@ TEST_F(RatesCache, WithoutACacheTheRatesAreMeasuredOnceAndCached) {
   EXPECT_EQ(cached->link_bandwidth_bytes_per_s, o.link_bandwidth_bytes_per_s);
   EXPECT_EQ(cached->transcendentals_per_s, o.transcendentals_per_s);
   // The measured rates compile programs (they pass compile's own checks).
-  EXPECT_NO_THROW(fy::jit([](fy::Tensor x) { return x * 2.0; }).lower(fy::ShapeDtype{{4}}).compile(o));
+  EXPECT_NO_THROW(fy::jit([](fy::Tensor x) { return x * 2.0; }).lower(fy::ShapeDtype{{4}}).compile(options));
 }
 
 TEST(Calibrate, BadArgumentsAreErrors) {

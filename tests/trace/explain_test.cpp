@@ -164,7 +164,7 @@ TEST(Explain, BadArgumentsAreInvalidArgument) {
   EXPECT_EQ(dup.code(), fy::ErrorCode::invalid_argument);
   EXPECT_THAT(dup.message(), HasSubstr("'nothing_saveable'"));
   // Bad rates reach compile's own check.
-  EXPECT_EQ(error_of([] { fy::explain(small_mlp(), {.compute_flops_per_s = 0}); }).code(),
+  EXPECT_EQ(error_of([] { fy::explain(small_mlp(), {.rates = fy::Rates{.compute_flops_per_s = 0}}); }).code(),
             fy::ErrorCode::invalid_argument);
   // A policy that throws is the caller's error, not a row.
   fy::Policy throws([](const fy::Equation&) -> fy::Decision { throw std::runtime_error("boom"); }, "throws");

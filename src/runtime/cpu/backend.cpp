@@ -35,12 +35,7 @@ class CpuBackend final : public Backend {
   DeviceFacts facts() const override {
     DeviceFacts f;
     f.description = "CPU";
-    const CompileOptions defaults;
-    f.link_bandwidth_bytes_per_s = defaults.link_bandwidth_bytes_per_s;
-    f.compute_flops_per_s = defaults.compute_flops_per_s;
-    f.memory_bytes_per_s = defaults.memory_bytes_per_s;
-    f.vector_flops_per_s = defaults.vector_flops_per_s;
-    f.transcendentals_per_s = defaults.transcendentals_per_s;
+    f.rates = Rates{};  // the reference machine's (docs/COST_MODEL.md); `ferry calibrate` measures this one
     f.copy_compute_share = 1.0 / std::max(1, cpu::num_threads());
     return f;
   }

@@ -263,13 +263,13 @@ class CudaBackend final : public Backend {
     cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0);
     cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0);
     const double lanes = props_.major >= 8 ? 128 : 64;
-    f.compute_flops_per_s = sms > 0 && clock_khz > 0 ? 2.0 * lanes * sms * clock_khz * 1e3 : 1e13;
-    f.memory_bytes_per_s = mem_khz > 0 && bus_bits > 0 ? 2.0 * mem_khz * 1e3 * bus_bits / 8 : 1e12;
-    f.link_bandwidth_bytes_per_s = props_.major >= 9 ? 50e9 : 25e9;
+    f.rates.compute_flops_per_s = sms > 0 && clock_khz > 0 ? 2.0 * lanes * sms * clock_khz * 1e3 : 1e13;
+    f.rates.memory_bytes_per_s = mem_khz > 0 && bus_bits > 0 ? 2.0 * mem_khz * 1e3 * bus_bits / 8 : 1e12;
+    f.rates.link_bandwidth_bytes_per_s = props_.major >= 9 ? 50e9 : 25e9;
     // Elementwise work runs on the same FP32 lanes (at most); transcendentals on the special
     // function units, 16 per SM per clock.
-    f.vector_flops_per_s = f.compute_flops_per_s;
-    f.transcendentals_per_s = sms > 0 && clock_khz > 0 ? 16.0 * sms * clock_khz * 1e3 : 1e12;
+    f.rates.vector_flops_per_s = f.rates.compute_flops_per_s;
+    f.rates.transcendentals_per_s = sms > 0 && clock_khz > 0 ? 16.0 * sms * clock_khz * 1e3 : 1e12;
     f.unpinned_copies_synchronous = true;
     return f;
   }

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/compile.h"
+#include "driver/compile.h"
 #include "compiler/cost_analysis.h"
 #include "compiler/memory_analysis.h"
 #include "ferry/error.h"
@@ -11,8 +11,8 @@
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "prims/verify.h"
-#include "trace/jit_counters.h"
-#include "trace/lowered.h"
+#include "driver/jit_counters.h"
+#include "driver/lowered.h"
 #include "trace/tracer.h"
 #include "transforms/unused_names.h"
 #include "ir/type.h"
@@ -72,10 +72,10 @@ std::string Lowered::as_text() const { return ir::print(*impl_->program); }
 std::vector<std::string> Lowered::warnings() const { return impl_->warnings; }
 
 Compiled Lowered::compile(const CompileOptions& options) const {
-  compiler::check_options(options);  // before counting: a refused compile is not one
+  driver::check_options(options);  // before counting: a refused compile is not one
   detail::count_compile();
-  compiler::CompiledProgram c = compiler::compile(impl_->program, impl_->donated, options);
-  auto impl = std::make_shared<detail::CompiledImpl>(c.program, c.plan, c.executable, c.options);
+  driver::CompiledProgram c = driver::compile(impl_->program, impl_->donated, options);
+  auto impl = std::make_shared<detail::CompiledImpl>(c.program, c.plan, c.executable, c.options, c.target);
   impl->warnings = impl_->warnings;
   impl->input_structure = impl_->input_structure;
   impl->output_structure = impl_->output_structure;
@@ -116,7 +116,7 @@ std::vector<Array> Compiled::run_traced(const std::vector<Array>& flat_args, con
   return out;
 }
 
-CostStats Compiled::cost_analysis() const { return compiler::cost_stats(*impl_->program, impl_->options); }
+CostStats Compiled::cost_analysis() const { return compiler::cost_stats(*impl_->program, impl_->target); }
 
 MemoryStats Compiled::memory_analysis() const { return compiler::memory_stats(*impl_->program, *impl_->plan); }
 

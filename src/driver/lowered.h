@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/target.h"
 #include "ferry/jit.h"
 #include "ir/program.h"
 #include "runtime/backend.h"
@@ -29,14 +30,15 @@ Lowered parse_program_with_compiler_ops(const std::string& text);
 struct CompiledImpl {
   // A constructor, not aggregate initialisation in make_shared, which clang 14 lacks (fuzz builds).
   CompiledImpl(std::shared_ptr<const ir::Program> program, std::shared_ptr<const compiler::MemoryPlan> plan,
-               std::shared_ptr<const runtime::Executable> executable, CompileOptions options)
+               std::shared_ptr<const runtime::Executable> executable, CompileOptions options, compiler::Target target)
       : program(std::move(program)), plan(std::move(plan)), executable(std::move(executable)), options(std::move(options)),
-        copies(this->executable->backend().make_copy_engine()) {}
+        target(std::move(target)), copies(this->executable->backend().make_copy_engine()) {}
 
   std::shared_ptr<const ir::Program> program;  // after the compiler's passes
   std::shared_ptr<const compiler::MemoryPlan> plan;
   std::shared_ptr<const runtime::Executable> executable;
   CompileOptions options;
+  compiler::Target target;  // what the options resolved to (the cost model's rates, limit, ...)
   std::vector<std::string> warnings;  // the Lowered program's
   std::shared_ptr<const TreeDef> input_structure, output_structure;  // the Lowered program's
   mutable std::mutex stats_mutex;

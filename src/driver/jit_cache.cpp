@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "ferry/jit.h"
-#include "trace/jit_counters.h"
+#include "driver/jit_counters.h"
 
 namespace ferry {
 

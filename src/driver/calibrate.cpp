@@ -21,7 +21,7 @@
 #include "ferry/random.h"
 #include "ferry/tensor.h"
 #include "prims/registry.h"
-#include "trace/lowered.h"
+#include "driver/lowered.h"
 
 namespace ferry {
 namespace {
@@ -152,16 +152,15 @@ double dot_product_seconds(const CompileOptions& options, double flops_per_s, in
 // Every rate of Rates, for checks, the cache file and CompileOptions alike.
 struct RateField {
   double Rates::* rate;
-  double CompileOptions::* option;
   const char* name;
 };
 constexpr RateField kRateFields[] = {
-    {&Rates::compute_flops_per_s, &CompileOptions::compute_flops_per_s, "compute_flops_per_s"},
-    {&Rates::memory_bytes_per_s, &CompileOptions::memory_bytes_per_s, "memory_bytes_per_s"},
-    {&Rates::link_bandwidth_bytes_per_s, &CompileOptions::link_bandwidth_bytes_per_s, "link_bandwidth_bytes_per_s"},
-    {&Rates::vector_flops_per_s, &CompileOptions::vector_flops_per_s, "vector_flops_per_s"},
-    {&Rates::transcendentals_per_s, &CompileOptions::transcendentals_per_s, "transcendentals_per_s"},
-    {&Rates::dot_product_seconds, &CompileOptions::dot_product_seconds, "dot_product_seconds"},
+    {&Rates::compute_flops_per_s, "compute_flops_per_s"},
+    {&Rates::memory_bytes_per_s, "memory_bytes_per_s"},
+    {&Rates::link_bandwidth_bytes_per_s, "link_bandwidth_bytes_per_s"},
+    {&Rates::vector_flops_per_s, "vector_flops_per_s"},
+    {&Rates::transcendentals_per_s, "transcendentals_per_s"},
+    {&Rates::dot_product_seconds, "dot_product_seconds"},
 };
 
 constexpr std::ptrdiff_t kLegacyRates = 3;  // the rates caches had before the other three
@@ -201,7 +200,7 @@ Rates calibrate(const CalibrateOptions& options) {
 
 CompileOptions with_rates(CompileOptions options, const Rates& rates) {
   check_rates(rates, "with_rates");
-  for (const RateField& f : kRateFields) options.*f.option = rates.*f.rate;
+  options.rates = rates;
   return options;
 }
 
