@@ -4,7 +4,7 @@
 
 #include "compiler/auto_plan.h"
 #include "compiler/cse.h"
-#include "compiler/dce.h"
+#include "ir/dce.h"
 #include "compiler/drop_names.h"
 #include "compiler/fold_transposes.h"
 #include "compiler/fuse.h"
@@ -63,7 +63,7 @@ std::vector<Pass> passes_for(const Target& options, const PlanOptions& plan_opti
   PlanTail pose_tail = placement_tail(unfused, plan_options);
   std::vector<Pass> passes{
       {"cse", eliminate_common_subexpressions},
-      {"dce", eliminate_dead_code},
+      {"dce", ir::eliminate_dead_code},
       {"simplify", simplify},
       {"auto_plan",
        [options, tail, pose_tail](ir::Program& p) {

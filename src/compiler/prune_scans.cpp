@@ -3,7 +3,7 @@
 #include <memory>
 #include <vector>
 
-#include "compiler/dce.h"
+#include "ir/dce.h"
 
 namespace ferry::compiler {
 namespace {

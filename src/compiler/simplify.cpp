@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/dce.h"
+#include "ir/dce.h"
 #include "compiler/pass_util.h"
 #include "ferry/error.h"
 

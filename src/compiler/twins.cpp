@@ -6,7 +6,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "compiler/dce.h"
+#include "ir/dce.h"
 #include "compiler/prune_scans.h"
 #include "ferry/error.h"
 #include "ir/params_text.h"

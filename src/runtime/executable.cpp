@@ -15,7 +15,7 @@
 
 namespace ferry::runtime {
 
-using compiler::Slot;
+using plan::Slot;
 
 namespace {
 
@@ -71,7 +71,7 @@ struct Executable::StateCache {
   std::unique_ptr<State> idle;
 };
 
-Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_ptr<const compiler::MemoryPlan> plan,
+Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_ptr<const plan::MemoryPlan> plan,
                        const std::string& backend, Options options)
     : program_(std::move(program)), plan_(std::move(plan)), backend_(&runtime::backend(backend)),
       options_(std::move(options)), cache_(std::make_shared<StateCache>()) {
@@ -113,7 +113,7 @@ std::unique_ptr<Executable::State> Executable::make_state() const {
     widest_in = std::max(widest_in, eq.inputs.size());
     widest_out = std::max(widest_out, eq.outputs.size());
     if (!bodies_[e]) continue;
-    const compiler::BodyPlan& bp = *plan_->bodies[e];
+    const plan::BodyPlan& bp = *plan_->bodies[e];
     const ir::Program& body = bodies_[e]->program();
     State::Body& b = st->bodies[e];
     b.state = bodies_[e]->make_state();
@@ -149,10 +149,10 @@ void* Executable::address(const Frame& f, ir::ValueId v) const {
 }
 
 char* Executable::buffer_address(const Frame& f, int buffer) const {
-  const compiler::Buffer& b = plan_->buffers[static_cast<size_t>(buffer)];
+  const plan::Buffer& b = plan_->buffers[static_cast<size_t>(buffer)];
   // A temporary placed in an output's allocation before the output is written (memory_plan.h).
   if (b.output_of >= 0) return static_cast<char*>(f.outputs[static_cast<size_t>(b.output_of)]) + b.offset;
-  return f.arenas->base(b.kind) + f.origin[compiler::kind_index(b.kind)] + b.offset;
+  return f.arenas->base(b.kind) + f.origin[plan::kind_index(b.kind)] + b.offset;
 }
 
 // The parts of a body's frame that come from the enclosing one: its arenas, and its region in them.
@@ -162,7 +162,7 @@ void Executable::enter_body(size_t e, const Frame& f, Frame& body) const {
   body.copies = f.copies;
   body.stream = f.stream;
   body.timeline = f.timeline;
-  const compiler::BodyPlan& bp = *plan_->bodies[e];
+  const plan::BodyPlan& bp = *plan_->bodies[e];
   for (size_t k = 0; k < kNumKinds; ++k) {
     int r = bp.region[k];
     body.origin[k] = f.origin[k] + (r >= 0 ? plan_->buffers[static_cast<size_t>(r)].offset : 0);
@@ -174,7 +174,7 @@ void Executable::enter_body(size_t e, const Frame& f, Frame& body) const {
 // operands from `invariant_from` on.
 void Executable::enter_loop(size_t e, const Frame& f, State& st, size_t num_carry, size_t invariant_from) const {
   const ir::Equation& eq = program_->equations[e];
-  const compiler::BodyPlan& bp = *plan_->bodies[e];
+  const plan::BodyPlan& bp = *plan_->bodies[e];
   State::Body& b = st.bodies[e];
   enter_body(e, f, b.frame);
   for (size_t j = 0; j < num_carry; ++j) {
@@ -253,7 +253,7 @@ void Executable::run_scan(size_t e, const Frame& f, State& st) const {
   const ir::Program& body = bodies_[e]->program();
   const auto& p = std::get<ir::ScanParams>(eq.params);
   const size_t nc = static_cast<size_t>(p.num_carry), nx = static_cast<size_t>(p.num_xs);
-  const compiler::BodyPlan& bp = *plan_->bodies[e];
+  const plan::BodyPlan& bp = *plan_->bodies[e];
   enter_loop(e, f, st, nc, nc + nx);
   State::Body& b = st.bodies[e];
   Frame& step = b.frame;
@@ -270,7 +270,7 @@ void Executable::run_scan(size_t e, const Frame& f, State& st) const {
   for (auto& t : b.fetch) t = {0, 0};
   for (auto& t : b.store) t = {0, 0};
   auto prefetch = [&](size_t k, int64_t s) {
-    const compiler::StreamedSlice& sl = bp.prefetched[k];
+    const plan::StreamedSlice& sl = bp.prefetched[k];
     ir::ValueId in = body.inputs[static_cast<size_t>(sl.io)];
     const ir::ValueId stacked = eq.inputs[static_cast<size_t>(sl.io)];
     b.fetch[k][s % 2] = copy(buffer_address(f, sl.buffers[s % 2]), kind_of(sl.buffers[s % 2]),
@@ -300,7 +300,7 @@ void Executable::run_scan(size_t e, const Frame& f, State& st) const {
     }
     bodies_[e]->execute(step, *b.state);
     for (size_t k = 0; k < bp.postponed.size(); ++k) {
-      const compiler::StreamedSlice& sl = bp.postponed[k];
+      const plan::StreamedSlice& sl = bp.postponed[k];
       ir::ValueId out = body.outputs[static_cast<size_t>(sl.io)];
       const ir::ValueId stacked = eq.outputs[static_cast<size_t>(sl.io)];
       b.store[k][s % 2] = copy(slice(stacked, out, i), program_->type(stacked).kind, buffer_address(f, sl.buffers[s % 2]),
@@ -329,11 +329,11 @@ void Executable::start_copy(size_t e, const Frame& f, State& st) const {
 
 void Executable::execute(const Frame& f, State& st) const {
   const ir::Program& p = *program_;
-  const compiler::MemoryPlan& plan = *plan_;
+  const plan::MemoryPlan& plan = *plan_;
   auto take = [&](int b, bool acquire) {
-    const compiler::Buffer& buf = plan.buffers[static_cast<size_t>(b)];
+    const plan::Buffer& buf = plan.buffers[static_cast<size_t>(b)];
     if (buf.body_of >= 0) return;  // a body region: the body takes its own buffers inside it
-    int64_t offset = f.origin[compiler::kind_index(buf.kind)] + buf.offset;
+    int64_t offset = f.origin[plan::kind_index(buf.kind)] + buf.offset;
     if (acquire) f.arenas->acquire(buf.kind, offset, buf.size);
     else f.arenas->release(buf.kind, offset, buf.size);
   };
@@ -393,7 +393,7 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
                   fmt::format("argument {} of {} is an array of the {} backend, but {} runs on the {} backend "
                               "(Array::to_backend(\"{}\") copies it there)",
                               i, p.name, a.backend(), p.name, backend_->name(), backend_->name()));
-    held[compiler::kind_index(want.kind)] += static_cast<int64_t>(a.storage()->bytes);
+    held[plan::kind_index(want.kind)] += static_cast<int64_t>(a.storage()->bytes);
   }
   // A donated buffer is consumed: no other argument of the call may read it.
   const std::vector<char>& donated = options_.donated;
@@ -503,8 +503,8 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
   st->arenas->close();
   arena_memory.close();  // the outputs do not need the arena
   stats.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const auto dev = compiler::kind_index(MemoryKind::device), pinned = compiler::kind_index(MemoryKind::pinned_host),
-             unpinned = compiler::kind_index(MemoryKind::unpinned_host);
+  const auto dev = plan::kind_index(MemoryKind::device), pinned = plan::kind_index(MemoryKind::pinned_host),
+             unpinned = plan::kind_index(MemoryKind::unpinned_host);
   stats.device_high_water_bytes = held[dev] + tally.high_water[dev];
   // The host kinds together: a run allocates all it holds when it starts, so the high-water of
   // their sum is the sum of their high-waters.

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "compiler/memory_plan.h"
+#include "plan/memory_plan.h"
 #include "ferry/array.h"
 #include "ferry/options.h"
 #include "ir/program.h"
@@ -42,7 +42,7 @@ class Executable {
   // Binds every equation to a kernel of `backend` (UNIMPLEMENTED for a backend this build or machine
   // lacks, or a primitive its kernel table leaves out, naming both) and runs bodies as nested
   // executables with their own plans.
-  Executable(std::shared_ptr<const ir::Program> program, std::shared_ptr<const compiler::MemoryPlan> plan,
+  Executable(std::shared_ptr<const ir::Program> program, std::shared_ptr<const plan::MemoryPlan> plan,
              const std::string& backend, Options options = {});
 
   // Checks the arguments against the program's inputs (count, dtype, shape, memory kind, not
@@ -56,7 +56,7 @@ class Executable {
 
   const ir::Program& program() const { return *program_; }
   Backend& backend() const { return *backend_; }
-  const compiler::MemoryPlan& plan() const { return *plan_; }
+  const plan::MemoryPlan& plan() const { return *plan_; }
 
  private:
   // Where a run of this program finds its memory.
@@ -88,7 +88,7 @@ class Executable {
   static void count_transfer(const Frame& frame, MemoryKind from, MemoryKind to, int64_t bytes);
 
   std::shared_ptr<const ir::Program> program_;
-  std::shared_ptr<const compiler::MemoryPlan> plan_;
+  std::shared_ptr<const plan::MemoryPlan> plan_;
   Backend* backend_ = nullptr;
   std::vector<KernelFn> kernels_;                        // per equation (null for bodies)
   std::vector<std::shared_ptr<const Executable>> bodies_;  // per equation (null for kernels)

@@ -64,7 +64,7 @@ struct Stream {
 
 // Kernels read parameters from `eq`. Buffers are dense row-major; bool is one byte per element.
 // An output shares its buffer with an input only where the memory plan writes in place (the
-// elementwise primitives of compiler::in_place_candidates); kernels allocate nothing: scratch memory
+// inputs the op table names, ir/ops.def); kernels allocate nothing: scratch memory
 // comes from `workspace`, per-dimension bookkeeping lives on the stack (or in kernel arguments).
 using KernelFn = void (*)(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
                           Workspace& workspace, Stream stream);

@@ -16,7 +16,7 @@ void Workspace::overdrawn(int64_t bytes) const {
                                                bytes, used_, size_));
 }
 
-compiler::WorkspaceFn workspace_sizes(const std::string& backend) {
+plan::WorkspaceFn workspace_sizes(const std::string& backend) {
   Backend* b = &runtime::backend(backend);
   return [b](const ir::Program& p, const ir::Equation& eq) -> int64_t {
     WorkspaceSizeFn size = b->workspace_size(eq.prim);

@@ -5,11 +5,11 @@
 
 #include <string>
 
-#include "compiler/memory_plan.h"
+#include "plan/memory_plan.h"
 
 namespace ferry::runtime {
 
 // The workspace sizes of `backend`'s kernels (UNIMPLEMENTED for a backend this build or machine lacks).
-compiler::WorkspaceFn workspace_sizes(const std::string& backend);
+plan::WorkspaceFn workspace_sizes(const std::string& backend);
 
 }  // namespace ferry::runtime

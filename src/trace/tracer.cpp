@@ -22,7 +22,7 @@ bool Tracer::is_ancestor(const Tracer* t) const {
   return false;
 }
 
-void Tracer::record_named_decision(transforms::NamedDecision d) {
+void Tracer::record_named_decision(NamedDecision d) {
   Tracer* root = this;
   while (root->parent_ != nullptr) root = root->parent_.get();
   root->named_decisions_.push_back(std::move(d));

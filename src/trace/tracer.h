@@ -14,7 +14,7 @@
 
 #include "ferry/tensor.h"
 #include "ir/program.h"
-#include "transforms/unused_names.h"
+#include "trace/named_decision.h"
 
 namespace ferry::detail {
 
@@ -45,8 +45,8 @@ class Tracer : public std::enable_shared_from_this<Tracer> {
 
   // What differentiation learns about the policies' named decisions, kept on the root trace (the
   // one lowering finishes) whichever nested trace records it.
-  void record_named_decision(transforms::NamedDecision d);
-  const std::vector<transforms::NamedDecision>& named_decisions() const { return named_decisions_; }
+  void record_named_decision(NamedDecision d);
+  const std::vector<NamedDecision>& named_decisions() const { return named_decisions_; }
 
  private:
   ir::ValueId check_input(const Tensor& t, std::string_view what);
@@ -59,7 +59,7 @@ class Tracer : public std::enable_shared_from_this<Tracer> {
   std::vector<Tensor> captures_;
   std::vector<std::pair<const Tracer*, ir::ValueId>> capture_keys_;  // parallel to captures_
   bool finished_ = false;
-  std::vector<transforms::NamedDecision> named_decisions_;  // root trace only
+  std::vector<NamedDecision> named_decisions_;  // root trace only
 };
 
 // The innermost active tracer; throws INVALID_ARGUMENT naming `op` when there is none.

@@ -14,6 +14,7 @@
 #include "transforms/emit.h"
 #include "transforms/linearize.h"
 #include "transforms/partition.h"
+#include "transforms/unused_names.h"
 
 namespace ferry::transforms {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "compiler/dce.h"
+#include "ir/dce.h"
 #include "ferry/error.h"
 #include "trace/tracer.h"
 #include "transforms/emit.h"
@@ -47,7 +47,7 @@ ClosedProgram trace_joint(const std::shared_ptr<const ir::Program>& body, const 
   // the other operand): left in, they would make partition keep values only they read, e.g. a
   // scan stacking a residual its backward body never reads.
   auto live = std::make_shared<ir::Program>(*joint.program);
-  compiler::eliminate_dead_code(*live);
+  ir::eliminate_dead_code(*live);
   joint.program = std::move(live);
   return joint;
 }

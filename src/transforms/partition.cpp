@@ -6,7 +6,7 @@
 #include <functional>
 #include <limits>
 
-#include "compiler/dce.h"
+#include "ir/dce.h"
 #include "ferry/error.h"
 
 namespace ferry::transforms {
@@ -59,7 +59,7 @@ ValueId ProgramCopier::append(Primitive prim, ir::Params params, std::vector<Val
 }
 
 std::shared_ptr<ir::Program> ProgramCopier::finish() {
-  compiler::eliminate_dead_code(*out_);
+  ir::eliminate_dead_code(*out_);
   return out_;
 }
 

@@ -11,19 +11,13 @@
 #include <vector>
 
 #include "ir/program.h"
+#include "trace/named_decision.h"
 
 namespace ferry::transforms {
 
 struct Partition;
 
-// One named value a policy saved or offloaded, and whether the backward pass read it.
-struct NamedDecision {
-  std::string name;    // the checkpoint_name
-  std::string policy;  // the policy's name
-  ir::RematDecision decision;
-  ir::Type type;
-  bool needed = false;
-};
+using detail::NamedDecision;
 
 // The named values of `joint` (a checkpoint body's joint program) that its policy saves or
 // offloads because of their names, each marked needed when the partition kept it as a residual.

@@ -1,4 +1,4 @@
-#include "compiler/dce.h"
+#include "ir/dce.h"
 
 #include <gtest/gtest.h>
 

@@ -6,9 +6,9 @@
 
 #include "ir/program.h"
 
-namespace ferry::compiler {
+namespace ferry::ir {
 
 // Returns whether anything was removed.
-bool eliminate_dead_code(ir::Program& program);
+bool eliminate_dead_code(Program& program);
 
-}  // namespace ferry::compiler
+}  // namespace ferry::ir

@@ -1,30 +1,30 @@
-#include "compiler/dce.h"
+#include "ir/dce.h"
 
 #include <vector>
 
-namespace ferry::compiler {
+namespace ferry::ir {
 
-bool eliminate_dead_code(ir::Program& program) {
+bool eliminate_dead_code(Program& program) {
   bool changed = false;
   std::vector<bool> live(program.values.size(), false);
-  for (ir::ValueId v : program.outputs) live[static_cast<size_t>(v)] = true;
+  for (ValueId v : program.outputs) live[static_cast<size_t>(v)] = true;
   std::vector<bool> keep(program.equations.size(), false);
   for (size_t e = program.equations.size(); e-- > 0;) {
-    const ir::Equation& eq = program.equations[e];
-    for (ir::ValueId v : eq.outputs) keep[e] = keep[e] || live[static_cast<size_t>(v)];
+    const Equation& eq = program.equations[e];
+    for (ValueId v : eq.outputs) keep[e] = keep[e] || live[static_cast<size_t>(v)];
     if (!keep[e]) continue;
-    for (ir::ValueId v : eq.inputs) live[static_cast<size_t>(v)] = true;
+    for (ValueId v : eq.inputs) live[static_cast<size_t>(v)] = true;
   }
-  std::vector<ir::Equation> kept;
+  std::vector<Equation> kept;
   kept.reserve(program.equations.size());
   for (size_t e = 0; e < program.equations.size(); ++e) {
     if (!keep[e]) {
       changed = true;
       continue;
     }
-    ir::Equation& eq = program.equations[e];
+    Equation& eq = program.equations[e];
     for (auto& body : eq.subprograms) {
-      auto copy = std::make_shared<ir::Program>(*body);
+      auto copy = std::make_shared<Program>(*body);
       if (eliminate_dead_code(*copy)) {
         body = copy;
         changed = true;
@@ -36,4 +36,4 @@ bool eliminate_dead_code(ir::Program& program) {
   return changed;
 }
 
-}  // namespace ferry::compiler
+}  // namespace ferry::ir
