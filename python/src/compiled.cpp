@@ -62,7 +62,19 @@ void init_compiled(nb::module_& m) {
       .def_ro("host_alias_size_in_bytes", &MemoryStats::host_alias_size_in_bytes)
       .def_ro("host_temp_size_in_bytes", &MemoryStats::host_temp_size_in_bytes)
       .def_ro("peak_memory_in_bytes", &MemoryStats::peak_memory_in_bytes)
-      .def_ro("host_peak_memory_in_bytes", &MemoryStats::host_peak_memory_in_bytes);
+      .def_ro("host_peak_memory_in_bytes", &MemoryStats::host_peak_memory_in_bytes)
+      .def("__repr__", [](const MemoryStats& m) {
+        return "CompiledMemoryStats(argument_size_in_bytes=" + std::to_string(m.argument_size_in_bytes) +
+               ", output_size_in_bytes=" + std::to_string(m.output_size_in_bytes) +
+               ", alias_size_in_bytes=" + std::to_string(m.alias_size_in_bytes) +
+               ", temp_size_in_bytes=" + std::to_string(m.temp_size_in_bytes) +
+               ", host_argument_size_in_bytes=" + std::to_string(m.host_argument_size_in_bytes) +
+               ", host_output_size_in_bytes=" + std::to_string(m.host_output_size_in_bytes) +
+               ", host_alias_size_in_bytes=" + std::to_string(m.host_alias_size_in_bytes) +
+               ", host_temp_size_in_bytes=" + std::to_string(m.host_temp_size_in_bytes) +
+               ", peak_memory_in_bytes=" + std::to_string(m.peak_memory_in_bytes) +
+               ", host_peak_memory_in_bytes=" + std::to_string(m.host_peak_memory_in_bytes) + ")";
+      });
   nb::class_<CostStats>(m, "CostStats", "The program's work by ferry's cost model")
       .def_ro("flops", &CostStats::flops)
       .def_ro("recompute_flops", &CostStats::recompute_flops)
@@ -76,7 +88,14 @@ void init_compiled(nb::module_& m) {
       .def_ro("bytes_to_host", &ExecutionStats::bytes_to_host)
       .def_ro("bytes_to_device", &ExecutionStats::bytes_to_device)
       .def_ro("wall_seconds", &ExecutionStats::wall_seconds)
-      .def_ro("device_used_bytes", &ExecutionStats::device_used_bytes);
+      .def_ro("device_used_bytes", &ExecutionStats::device_used_bytes)
+      .def("__repr__", [](const ExecutionStats& e) {
+        return "ExecutionStats(device_high_water_bytes=" + std::to_string(e.device_high_water_bytes) +
+               ", host_high_water_bytes=" + std::to_string(e.host_high_water_bytes) +
+               ", bytes_to_host=" + std::to_string(e.bytes_to_host) +
+               ", bytes_to_device=" + std::to_string(e.bytes_to_device) +
+               ", wall_seconds=" + std::to_string(e.wall_seconds) + ")";
+      });
 
   nb::class_<Compiled>(m, "Compiled")
       .def("as_text", &Compiled::as_text)

@@ -167,7 +167,7 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
                             "holomorphic=True. For differentiation of non-holomorphic functions involving complex "
                             "outputs, use jax.vjp directly.")
         mask = _diff_mask(args, kwargs, nums)
-        _check_inputs([core.get_aval(x) for x in leaves], mask, "grad")
+        _check_inputs([core.typeof(x) for x in leaves], mask, "grad")
         one = jnp.ones((), value_aval.dtype)
         ct_mask = [True] + [False] * (len(out_avals) - 1)
         outs = _bind(closed, leaves, mask, [one], ct_mask)
@@ -214,7 +214,7 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     else:
         n_value = out_tree.num_leaves
         primal_out = out
-    mask = [jnp.issubdtype(core.get_aval(x).dtype, jnp.inexact) for x in leaves]
+    mask = [jnp.issubdtype(core.typeof(x).dtype, jnp.inexact) for x in leaves]
 
     def vjp_fn(ct):
         ct_leaves = jax.tree_util.tree_leaves(ct)
@@ -225,7 +225,7 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
         ct_mask = [True] * n_value + [False] * (n_out - n_value)
         outs = _bind(closed, leaves, mask, ct_leaves, ct_mask)
         grads = iter(outs[n_out:])
-        flat = [next(grads) if m else np.zeros(core.get_aval(x).shape, jax.dtypes.float0)
+        flat = [next(grads) if m else np.zeros(core.typeof(x).shape, jax.dtypes.float0)
                 for m, x in zip(mask, leaves)]
         return tuple(jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(p), [
             flat.pop(0) for _ in range(len(jax.tree_util.tree_leaves(p)))]) for p in primals)

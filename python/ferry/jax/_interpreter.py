@@ -147,7 +147,7 @@ class Context:
         if t is not None:
             return t
         arr = np.asarray(value)
-        aval = core.get_aval(value) if not isinstance(value, np.ndarray) else None
+        aval = core.typeof(value) if not isinstance(value, np.ndarray) else None
         if aval is not None and is_key(aval):
             arr = np.asarray(jax.random.key_data(value))
         if arr.ndim == 0 or arr.size == 1 and arr.ndim <= 1:
@@ -283,7 +283,7 @@ def to_program(closed, in_avals, donated=(), name="main", policy_override=False,
     const_values = list(constants.values())
     specs = [spec(a, "argument") for a in in_avals]
     for c in const_values:
-        aval = core.get_aval(c)
+        aval = core.typeof(c)
         specs.append(spec(aval, "captured constant"))
     donated = list(donated) + [False] * len(const_values)
     ctx = Context(policy_override=policy_override, override=override)

@@ -100,7 +100,7 @@ class Compiled:
         if tree != self._in_tree:
             raise TypeError(f"function compiled for {self._in_tree}, called with {tree}")
         for i, (x, a) in enumerate(zip(leaves, self._in_avals)):
-            xa = core.get_aval(x) if not isinstance(x, np.ndarray) else None
+            xa = core.typeof(x) if not isinstance(x, np.ndarray) else None
             shape, dtype = (x.shape, x.dtype) if isinstance(x, np.ndarray) else (xa.shape, xa.dtype)
             if tuple(shape) != tuple(a.shape) or (dtype != a.dtype and not isinstance(x, (int, float, bool))):
                 raise Error(f"argument {i} is {np.dtype(dtype) if not is_key(a) else dtype}{list(shape)}, but the "
@@ -282,7 +282,7 @@ class Jitted:
 
 
 def _constant_array(c):
-    aval = core.get_aval(c)
+    aval = core.typeof(c)
     if is_key(aval):
         return np.ascontiguousarray(np.asarray(jax.random.key_data(c)))
     arr = np.ascontiguousarray(np.asarray(c))

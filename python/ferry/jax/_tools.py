@@ -22,7 +22,8 @@ def saved_residuals(fun, *args, **kwargs):
     ctx.diff_depth = 1
     specs = [spec(a) for a in closed.in_avals]
     rows = F.saved_residuals(lambda ins: call_closed(ctx, closed, list(ins)), specs)
-    return [(t, d, s.replace("@jax:save", "")) for t, d, s in rows]
+    from ferry.jax._jit import _NAME_CODE
+    return [(t, d, _NAME_CODE.sub("", s)) for t, d, s in rows]
 
 
 def print_saved_residuals(fun, *args, **kwargs):
