@@ -20,6 +20,7 @@ import jax
 from jax import core as _jax_core_public  # noqa: F401  (jax.core is imported for its side effects)
 from jax._src import core
 from jax._src import dtypes as jdtypes
+from jax._src import source_info_util
 
 from ferry import _ferry as F
 from ferry._errors import Error, invalid_argument, unimplemented
@@ -98,15 +99,14 @@ def spec(aval, where=None):
 
 
 def user_frame(source_info):
-    """The innermost frame of the user's code (outside JAX and ferry) that made an equation."""
+    """The innermost frame of the user's code (outside JAX, ferry, flax and optax) that made an
+    equation."""
     tb = getattr(source_info, "traceback", None)
     if tb is None:
         return None
-    for frame in tb.frames:
+    for frame in source_info_util.user_frames(tb):
         f = frame.file_name
-        if f.startswith(_JAX_DIR) or f.startswith(_PACKAGE_DIR) or "/jax/_src/" in f or f.startswith("<frozen"):
-            continue
-        if "/site-packages/" in f and ("/flax/" in f or "/optax/" in f):
+        if f.startswith(_PACKAGE_DIR) or f.startswith(_JAX_DIR) or "/flax/" in f or "/optax/" in f:
             continue
         return frame
     return None
