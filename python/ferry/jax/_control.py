@@ -245,13 +245,21 @@ def _custom(ctx, eqn, args, body):
     def f_body(values):
         return call_closed(ctx, body, list(values), eqn)
 
+    def jax_differentiated(closed, values):
+        # These jaxprs are JAX's own differentiation: custom rules inside them run as their bodies.
+        saved, ctx.diff_depth = ctx.diff_depth, 0
+        try:
+            return call_closed(ctx, closed, list(values), eqn)
+        finally:
+            ctx.diff_depth = saved
+
     def f_fwd(values):
-        outs = call_closed(ctx, fwd_closed, list(values), eqn)
+        outs = jax_differentiated(fwd_closed, values)
         return [outs[:n_out], outs[n_out:]]
 
     def f_bwd(res, cts):
         cts = [c if c is not None else _zeros(v.aval) for c, v in zip(cts, eqn.outvars)]
-        grads = iter(call_closed(ctx, bwd_closed, list(res) + list(cts), eqn))
+        grads = iter(jax_differentiated(bwd_closed, list(res) + list(cts)))
         return [None if i in zeros_for else next(grads) for i in range(len(avals))]
 
     return F.custom_vjp(f_body, f_fwd, f_bwd, list(args))

@@ -235,7 +235,7 @@ def eval_jaxpr(ctx, jaxpr, consts, args):
         fn = RULES.get(name)
         if fn is None:
             raise unimplemented(f"ferry cannot convert the JAX primitive '{name}' ({describe(eqn)}); "
-                                "it converts " + ", ".join(sorted(RULES)))
+                                "ferry.jax.converted_primitives() lists those it converts")
         ins = [read(v) for v in eqn.invars]
         try:
             outs = fn(ctx, eqn, *ins)

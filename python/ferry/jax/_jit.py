@@ -42,7 +42,7 @@ def _leaf_signature(x):
     if t is np.ndarray:
         return (x.shape, x.dtype)
     if isinstance(x, jax.Array):
-        return (x.shape, x.dtype, x.weak_type)
+        return (x.shape, x.dtype, getattr(x, "weak_type", False))
     if t in (float, int, bool, complex):
         return t
     return (type(x), np.shape(x), np.result_type(x))

@@ -117,6 +117,24 @@ def _rem(ctx, eqn, a, b):
     return F.rem(a, b)
 
 
+@rule("shift_right_arithmetic")
+def _shift_right_arithmetic(ctx, eqn, x, n):
+    # The logical shift, with the vacated high bits set for negative x (all ones past 31, as XLA).
+    logical = F.shift_right_logical(x, n)
+    high = F.logical_not(F.shift_right_logical(scalar(-1, "i32"), n))
+    return F.select_n(F.lt(x, scalar(0, "i32")), [logical, F.logical_or(logical, high)])
+
+
+@rule("empty", "empty2")
+def _empty(ctx, eqn, *xs):
+    # Uninitialized storage JAX makes for values it overwrites: zeros.
+    outs = []
+    for v in eqn.outvars:
+        shape = list(physical_shape(v.aval))
+        outs.append(F.broadcast_in_dim(scalar(0, ferry_dtype(v.aval)), shape, []))
+    return outs if eqn.primitive.multiple_results else outs[0]
+
+
 @rule("square")
 def _square(ctx, eqn, x):
     return F.mul(x, x)
@@ -139,6 +157,13 @@ def _integer_pow(ctx, eqn, x):
         if y > 0:
             x = F.mul(x, x)
     return F.div(scalar(1, dtype), acc) if reciprocal else acc
+
+
+@rule("erfc")
+def _erfc(ctx, eqn, x):
+    # 1 - erf(x): exact to f32 rounding in absolute terms (jax.nn.gelu(approximate=False) uses it);
+    # relative accuracy is lost where erfc(x) is below about 1e-4 (x > 2.8).
+    return F.sub(scalar(1.0, x.dtype), F.erf(x))
 
 
 @rule("exp2")
@@ -352,6 +377,28 @@ def _split(ctx, eqn, x):
     return outs
 
 
+@rule("stack")
+def _stack(ctx, eqn, *xs):
+    axis = eqn.params["axis"]
+    parts = []
+    for x in xs:
+        shape = list(x.shape)
+        parts.append(F.reshape(x, shape[:axis] + [1] + shape[axis:]))
+    return F.concatenate(parts, axis)
+
+
+@rule("unstack")
+def _unstack(ctx, eqn, x):
+    axis = eqn.params["axis"]
+    shape = list(x.shape)
+    outs = []
+    for i in range(shape[axis]):
+        start, limit = [0] * len(shape), list(shape)
+        start[axis], limit[axis] = i, i + 1
+        outs.append(F.reshape(F.slice(x, start, limit, [1] * len(shape)), shape[:axis] + shape[axis + 1:]))
+    return outs
+
+
 @rule("concatenate")
 def _concatenate(ctx, eqn, *xs):
     return F.concatenate(list(xs), eqn.params["dimension"])
@@ -401,10 +448,8 @@ def _take(x, indices, axis):
     sizes = list(x.shape)
     sizes[axis] = 1
     offset = [d for d in range(rank) if d != axis]
-    out = F.gather(x, F.reshape(indices, [n, 1]), offset, [axis], [axis], sizes, "clip")
-    # The gather puts the indexed dimension first; move it back.
-    perm = list(range(1, axis + 1)) + [0] + list(range(axis + 1, rank))
-    return F.transpose(out, perm) if axis != 0 else out
+    # The indexed dimension is the output's one that is not an offset dimension: `axis` itself.
+    return F.gather(x, F.reshape(indices, [n, 1]), offset, [axis], [axis], sizes, "clip")
 
 
 @rule("rev")
