@@ -150,9 +150,10 @@ def value_and_grad(fun, argnums=0, has_aux=False, holomorphic=False, allow_int=F
         closed, leaves, out_tree = _trace_flat(fun, args, kwargs)
         out_avals = closed.out_avals
         if has_aux:
-            if out_tree.num_leaves == 0 or not (out_tree.node_data() is not None and out_tree.num_children == 2):
+            children = out_tree.children()
+            if len(children) != 2:
                 raise TypeError("value_and_grad with has_aux=True requires fun to return a pair (value, aux)")
-            value_tree, aux_tree = out_tree.children()
+            value_tree, aux_tree = children
             if value_tree.num_leaves != 1:
                 raise TypeError("Gradient only defined for scalar-output functions.")
         elif out_tree.num_leaves != 1:
@@ -203,8 +204,6 @@ def vjp(fun, *primals, has_aux=False, reduce_axes=()):
     if not inside_ferry():
         return jax.vjp(fun, *primals, has_aux=has_aux)
     closed, leaves, out_tree = _trace_flat(fun, primals, {})
-    for a in primals:
-        pass
     outs_flat = core.jaxpr_as_fun(closed)(*leaves)
     out = jax.tree_util.tree_unflatten(out_tree, outs_flat)
     if has_aux:

@@ -112,8 +112,17 @@ def user_frame(source_info):
     return None
 
 
+# The higher-order equations being converted, innermost last: an equation inside a jitted library
+# function (jnp.sort) may carry no frame of the user's, and then the call's line is the user's.
+_ENCLOSING = []
+
+
 def where(eqn):
     frame = user_frame(eqn.source_info) if eqn is not None else None
+    for outer in reversed(_ENCLOSING):
+        if frame is not None:
+            break
+        frame = user_frame(outer.source_info)
     return f"{frame.file_name}:{frame.start_line} ({frame.function_name})" if frame else "unknown source line"
 
 
@@ -237,12 +246,15 @@ def eval_jaxpr(ctx, jaxpr, consts, args):
             raise unimplemented(f"ferry cannot convert the JAX primitive '{name}' ({describe(eqn)}); "
                                 "ferry.jax.converted_primitives() lists those it converts")
         ins = [read(v) for v in eqn.invars]
+        _ENCLOSING.append(eqn)
         try:
             outs = fn(ctx, eqn, *ins)
         except Error as e:
             if " at " in e.message and "while converting" in e.message or e.code == "UNIMPLEMENTED":
                 raise
             raise Error(f"{e.message} (while converting {describe(eqn)})", e.code) from None
+        finally:
+            _ENCLOSING.pop()
         if not eqn.primitive.multiple_results:
             outs = [outs]
         outs = list(outs)

@@ -46,7 +46,7 @@ def _binary(fn):
 
 
 for _name, _fn in {
-        "add": F.add, "add_any": F.add, "sub": F.sub, "mul": F.mul, "pow": F.pow,
+        "add": F.add, "add_any": F.add, "sub": F.sub, "mul": F.mul,
         "and": F.logical_and, "or": F.logical_or, "xor": F.logical_xor, "shift_left": F.shift_left,
         "shift_right_logical": F.shift_right_logical, "eq": F.eq, "ne": F.ne}.items():
     rule(_name)(_binary(_fn))
@@ -133,6 +133,12 @@ def _empty(ctx, eqn, *xs):
         shape = list(physical_shape(v.aval))
         outs.append(F.broadcast_in_dim(scalar(0, ferry_dtype(v.aval)), shape, []))
     return outs if eqn.primitive.multiple_results else outs[0]
+
+
+@rule("pow")
+def _pow(ctx, eqn, x, y):
+    # lax.pow also takes an integer exponent (optax's bias correction b1 ** count).
+    return F.pow(x, y if y.dtype == x.dtype else F.convert(y, x.dtype))
 
 
 @rule("square")
