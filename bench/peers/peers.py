@@ -335,7 +335,7 @@ def main():
     if args.ferry_jax_python:
         import subprocess
         subprocess.run([args.ferry_jax_python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ferry_jax.py"),
-                        "--repeats", str(repeats), "--markdown", args.markdown] + (["--quick"] if args.quick else []),
+                        "--repeats", str(repeats), "--markdown", args.markdown],
                        check=True)
 
 
