@@ -443,3 +443,16 @@ def test_second_order_and_explain():
     step = lambda w, x: ferry.jax.grad(jax.checkpoint(lambda w: jnp.sum(jnp.tanh(x @ w) ** 2)))(w)
     rows, text = ferry.jax.explain(step, np.ones((8, 8), np.float32), np.ones((16, 8), np.float32))
     assert rows and "automatic" in text
+
+
+def test_key_results_and_remat3():
+    k = ferry.jax.jit(lambda k: jax.random.split(k))(jax.random.key(0))
+    assert_trees_close(k, jax.random.split(jax.random.key(0)))
+    jax.config.update("jax_remat3", True)
+    try:
+        params, x = jnp.ones([3]), jnp.ones([2, 3])
+        c = ferry.jax.jit(second_report(ferry.jax.grad)).lower(params, x).compile()
+        assert_trees_close(c(params, x), jax.jit(second_report(jax.grad))(params, x))
+        assert check_invariants(c).host_temp_size_in_bytes > 0
+    finally:
+        jax.config.update("jax_remat3", False)
