@@ -274,6 +274,8 @@ def main():
     ap.add_argument("--dump", required=True)
     ap.add_argument("--markdown", required=True)
     ap.add_argument("--suite-bench", required=True, help="build/bench/suite_bench, which runs ferry's steps (--serve)")
+    ap.add_argument("--ferry-jax-python", help="a Python with the ferry package (python/.venv/bin/python): appends "
+                    "the ferry.jax.jit rows of ferry_jax.py, run in it")
     args = ap.parse_args()
     ferry = json.load(open(args.ferry))
     repeats = ferry["repeats"]
@@ -330,6 +332,11 @@ def main():
     print(text)
     with open(args.markdown, "a") as f:
         f.write(text)
+    if args.ferry_jax_python:
+        import subprocess
+        subprocess.run([args.ferry_jax_python, os.path.join(os.path.dirname(os.path.abspath(__file__)), "ferry_jax.py"),
+                        "--repeats", str(repeats), "--markdown", args.markdown],
+                       check=True)
 
 
 if __name__ == "__main__":

@@ -15,4 +15,6 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/dump" docs
 "${FERRY_BUILD_DIR:-build}"/bench/suite_bench --out docs --json "$work/ferry.json" --dump "$work/dump" "$@"
 "$venv/bin/python" bench/peers/peers.py --ferry "$work/ferry.json" --dump "$work/dump" --markdown docs/BENCHMARKS.md \
-  --suite-bench "${FERRY_BUILD_DIR:-build}"/bench/suite_bench
+  --suite-bench "${FERRY_BUILD_DIR:-build}"/bench/suite_bench \
+  ${FERRY_JAX_PYTHON:+--ferry-jax-python "$FERRY_JAX_PYTHON"} \
+  $( [ -z "${FERRY_JAX_PYTHON:-}" ] && [ -x python/.venv/bin/python ] && echo --ferry-jax-python python/.venv/bin/python )

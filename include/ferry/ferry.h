@@ -4,6 +4,7 @@
 
 #include "ferry/array.h"
 #include "ferry/autodiff.h"
+#include "ferry/borrow.h"
 #include "ferry/calibrate.h"
 #include "ferry/checkpoint.h"
 #include "ferry/control_flow.h"

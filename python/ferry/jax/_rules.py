@@ -1,0 +1,594 @@
+"""Converter rules for jax.lax's first-order primitives: elementwise, comparisons, conversions,
+dot_general, reductions, shapes, indexing, gather and scatter-add.
+
+Primitives ferry has no operation for are composed from ferry operations exactly as XLA expands
+them where that is exact (integer_pow by repeated squaring in XLA's order, square, pad, rev,
+is_finite, round to nearest even, exp2, tan); uint32 comparisons, divisions and conversions read
+the equation's avals. What cannot be composed exactly has no rule (UNIMPLEMENTED).
+"""
+import math
+
+import numpy as np
+
+from ferry import _ferry as F
+from ferry._errors import unimplemented
+from ferry.jax._interpreter import (
+    ferry_dtype, is_key, is_unsigned, key_shape, physical_shape, rule, scalar, where)
+
+
+def _unary(fn):
+    return lambda ctx, eqn, x: fn(x)
+
+
+for _name, _fn in {
+        "neg": F.neg, "exp": F.exp, "log": F.log, "sin": F.sin, "cos": F.cos, "tanh": F.tanh,
+        "logistic": F.logistic, "sqrt": F.sqrt, "rsqrt": F.rsqrt, "sign": F.sign, "erf": F.erf,
+        "erf_inv": F.erf_inv, "log1p": F.log1p, "expm1": F.expm1, "floor": F.floor, "ceil": F.ceil,
+        "not": F.logical_not, "stop_gradient": F.stop_gradient}.items():
+    rule(_name)(_unary(_fn))
+
+
+@rule("abs")
+def _abs(ctx, eqn, x):
+    if is_unsigned(eqn.invars[0].aval):
+        return x
+    return F.abs(x)
+
+
+@rule("copy", "copy_p", "optimization_barrier", "sharding_constraint", "mesh_cast", "reshard",
+      "pvary", "core_call_identity")
+def _identity(ctx, eqn, *xs):
+    return list(xs) if eqn.primitive.multiple_results else xs[0]
+
+
+def _binary(fn):
+    return lambda ctx, eqn, a, b: fn(a, b)
+
+
+for _name, _fn in {
+        "add": F.add, "add_any": F.add, "sub": F.sub, "mul": F.mul,
+        "and": F.logical_and, "or": F.logical_or, "xor": F.logical_xor, "shift_left": F.shift_left,
+        "shift_right_logical": F.shift_right_logical, "eq": F.eq, "ne": F.ne}.items():
+    rule(_name)(_binary(_fn))
+
+
+# uint32 values are int32 bit patterns: ordering them flips the sign bit first.
+def _flip(x):
+    return F.logical_xor(x, scalar(-2 ** 31, "i32"))
+
+
+def _ordered(fn):
+    def convert(ctx, eqn, a, b):
+        if is_unsigned(eqn.invars[0].aval):
+            return fn(_flip(a), _flip(b))
+        return fn(a, b)
+    return convert
+
+
+for _name, _fn in {"lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge}.items():
+    rule(_name)(_ordered(_fn))
+
+
+@rule("max", "min")
+def _max_min(ctx, eqn, a, b):
+    fn = F.max if eqn.primitive.name == "max" else F.min
+    if is_unsigned(eqn.invars[0].aval):
+        return _flip(fn(_flip(a), _flip(b)))
+    return fn(a, b)
+
+
+def _u32_divmod(a, b):
+    """Exact uint32 quotient and remainder (as int32 bits), in float64 with one correction step."""
+    def wide(x):
+        f = F.convert(x, "f64")
+        return F.select_n(F.lt(x, scalar(0, "i32")), [f, F.add(f, scalar(2.0 ** 32, "f64"))])
+
+    def narrow(f):  # [0, 2^32) -> int32 bits
+        big = F.ge(f, scalar(2.0 ** 31, "f64"))
+        return F.convert(F.select_n(big, [f, F.sub(f, scalar(2.0 ** 32, "f64"))]), "i32")
+
+    fa, fb = wide(a), wide(b)
+    q = F.floor(F.div(fa, fb))
+    r = F.sub(fa, F.mul(q, fb))
+    low = F.lt(r, scalar(0.0, "f64"))
+    q = F.select_n(low, [q, F.sub(q, scalar(1.0, "f64"))])
+    r = F.select_n(low, [r, F.add(r, fb)])
+    high = F.ge(r, fb)
+    q = F.select_n(high, [q, F.add(q, scalar(1.0, "f64"))])
+    r = F.select_n(high, [r, F.sub(r, fb)])
+    zero = F.eq(b, scalar(0, "i32"))  # XLA: x / 0 = all ones, x % 0 = x
+    return (F.select_n(zero, [narrow(q), scalar(-1, "i32", ())]), F.select_n(zero, [narrow(r), a]))
+
+
+@rule("div")
+def _div(ctx, eqn, a, b):
+    if is_unsigned(eqn.invars[0].aval):
+        return _u32_divmod(a, b)[0]
+    if ferry_dtype(eqn.invars[0].aval) == "i32":
+        # XLA's integer division truncates toward zero: trunc(a / b) from the remainder.
+        return F.convert(F.div(F.convert(F.sub(a, F.rem(a, b)), "f64"), F.convert(b, "f64")), "i32")
+    return F.div(a, b)
+
+
+@rule("rem")
+def _rem(ctx, eqn, a, b):
+    if is_unsigned(eqn.invars[0].aval):
+        return _u32_divmod(a, b)[1]
+    return F.rem(a, b)
+
+
+@rule("shift_right_arithmetic")
+def _shift_right_arithmetic(ctx, eqn, x, n):
+    # The logical shift, with the vacated high bits set for negative x (all ones past 31, as XLA).
+    logical = F.shift_right_logical(x, n)
+    high = F.logical_not(F.shift_right_logical(scalar(-1, "i32"), n))
+    return F.select_n(F.lt(x, scalar(0, "i32")), [logical, F.logical_or(logical, high)])
+
+
+@rule("empty", "empty2")
+def _empty(ctx, eqn, *xs):
+    # Uninitialized storage JAX makes for values it overwrites: zeros.
+    outs = []
+    for v in eqn.outvars:
+        shape = list(physical_shape(v.aval))
+        outs.append(F.broadcast_in_dim(scalar(0, ferry_dtype(v.aval)), shape, []))
+    return outs if eqn.primitive.multiple_results else outs[0]
+
+
+@rule("pow")
+def _pow(ctx, eqn, x, y):
+    # lax.pow also takes an integer exponent (optax's bias correction b1 ** count).
+    return F.pow(x, y if y.dtype == x.dtype else F.convert(y, x.dtype))
+
+
+@rule("square")
+def _square(ctx, eqn, x):
+    return F.mul(x, x)
+
+
+@rule("integer_pow")
+def _integer_pow(ctx, eqn, x):
+    # XLA's expansion, in its order of multiplications (binary exponentiation).
+    y = eqn.params["y"]
+    dtype = ferry_dtype(eqn.outvars[0].aval)
+    if y == 0:
+        return F.broadcast_in_dim(scalar(1, dtype), list(x.shape), [])
+    reciprocal = y < 0
+    y = -y if reciprocal else y
+    acc = None
+    while y > 0:
+        if y & 1:
+            acc = x if acc is None else F.mul(acc, x)
+        y >>= 1
+        if y > 0:
+            x = F.mul(x, x)
+    return F.div(scalar(1, dtype), acc) if reciprocal else acc
+
+
+@rule("erfc")
+def _erfc(ctx, eqn, x):
+    # 1 - erf(x): exact to f32 rounding in absolute terms (jax.nn.gelu(approximate=False) uses it);
+    # relative accuracy is lost where erfc(x) is below about 1e-4 (x > 2.8).
+    return F.sub(scalar(1.0, x.dtype), F.erf(x))
+
+
+@rule("exp2")
+def _exp2(ctx, eqn, x):
+    return F.exp(F.mul(x, scalar(math.log(2.0), x.dtype)))
+
+
+@rule("tan")
+def _tan(ctx, eqn, x):
+    return F.div(F.sin(x), F.cos(x))
+
+
+@rule("is_finite")
+def _is_finite(ctx, eqn, x):
+    return F.eq(F.sub(x, x), scalar(0.0, x.dtype))
+
+
+@rule("round")
+def _round(ctx, eqn, x):
+    method = int(eqn.params.get("rounding_method", 0))
+    if method == 0:  # AWAY_FROM_ZERO
+        return F.round(x)
+    # TO_NEAREST_EVEN: round half away from zero, then step back where a tie landed on an odd value.
+    r = F.round(x)
+    tie = F.eq(F.abs(F.sub(x, _trunc(x))), scalar(0.5, x.dtype))
+    odd = F.ne(F.rem(r, scalar(2.0, x.dtype)), scalar(0.0, x.dtype))
+    return F.select_n(F.logical_and(tie, odd), [r, F.sub(r, F.mul(F.sign(x), scalar(1.0, x.dtype)))])
+
+
+def _trunc(x):
+    return F.select_n(F.lt(x, scalar(0.0, x.dtype)), [F.floor(x), F.ceil(x)])
+
+
+@rule("select_n")
+def _select_n(ctx, eqn, which, *cases):
+    aval = eqn.outvars[0].aval
+    if is_key(aval):  # the key data has trailing dimensions the predicate lacks
+        shape = list(physical_shape(aval))
+        which = F.broadcast_in_dim(which, shape, list(range(len(which.shape))))
+    return F.select_n(which, list(cases))
+
+
+@rule("clamp")
+def _clamp(ctx, eqn, lo, x, hi):
+    if is_unsigned(eqn.invars[1].aval):
+        return _flip(F.clamp(_flip(lo), _flip(x), _flip(hi)))
+    return F.clamp(lo, x, hi)
+
+
+@rule("convert_element_type")
+def _convert(ctx, eqn, x):
+    src, dst = eqn.invars[0].aval, eqn.outvars[0].aval
+    fs, fd = ferry_dtype(src), ferry_dtype(dst)
+    if is_unsigned(src) and fd in ("f32", "f64", "f16", "bf16"):
+        wide = F.convert(x, "f64")
+        wide = F.select_n(F.lt(x, scalar(0, "i32")), [wide, F.add(wide, scalar(2.0 ** 32, "f64"))])
+        return F.convert(wide, fd)
+    if is_unsigned(dst) and fs != "i32":
+        if fs == "bool":
+            return F.convert(x, "i32")
+        raise unimplemented(f"convert_element_type from {src.dtype} to uint32 at {where(eqn)}")
+    if fs == fd:
+        return x
+    return F.convert(x, fd)
+
+
+@rule("bitcast_convert_type")
+def _bitcast(ctx, eqn, x):
+    fd = ferry_dtype(eqn.outvars[0].aval)
+    return x if fd == x.dtype else F.bitcast_convert_type(x, fd)
+
+
+@rule("reduce_precision")
+def _reduce_precision(ctx, eqn, x):
+    bits = (eqn.params["exponent_bits"], eqn.params["mantissa_bits"])
+    own = {"f32": (8, 23), "f64": (11, 52), "f16": (5, 10), "bf16": (8, 7)}[x.dtype]
+    if bits == own or (bits[0] >= own[0] and bits[1] >= own[1]):
+        return x
+    narrow = {(8, 7): "bf16", (5, 10): "f16", (8, 23): "f32"}.get(bits)
+    if narrow is None:
+        raise unimplemented(f"reduce_precision to exponent_bits={bits[0]}, mantissa_bits={bits[1]} "
+                            f"at {where(eqn)} (ferry rounds to bf16, f16 and f32 only)")
+    return F.convert(F.convert(x, narrow), x.dtype)
+
+
+# Linear algebra.
+
+@rule("dot_general")
+def _dot_general(ctx, eqn, lhs, rhs):
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    out = ferry_dtype(eqn.outvars[0].aval)
+    if out == "i32" or lhs.dtype in ("i32", "bool"):
+        raise unimplemented(f"dot_general of integers at {where(eqn)} (ferry multiplies floats)")
+    widths = {"f16": 2, "bf16": 2, "f32": 4, "f64": 8}
+    compute = out if widths[out] >= max(widths[lhs.dtype], widths[rhs.dtype]) else lhs.dtype
+    if lhs.dtype != compute:
+        lhs = F.convert(lhs, compute)
+    if rhs.dtype != compute:
+        rhs = F.convert(rhs, compute)
+    y = F.dot_general(lhs, rhs, list(lc), list(rc), list(lb), list(rb))
+    return y if y.dtype == out else F.convert(y, out)
+
+
+# Reductions.
+
+def _as_i32(x):
+    return F.convert(x, "i32") if x.dtype == "bool" else x
+
+
+@rule("reduce_sum")
+def _reduce_sum(ctx, eqn, x):
+    return F.reduce_sum(x, list(eqn.params["axes"]))
+
+
+@rule("reduce_max", "reduce_min")
+def _reduce_max_min(ctx, eqn, x):
+    axes = list(eqn.params["axes"])
+    fn = F.reduce_max if eqn.primitive.name == "reduce_max" else F.reduce_min
+    if is_unsigned(eqn.invars[0].aval):
+        return _flip(fn(_flip(x), axes))
+    if x.dtype == "bool":
+        return F.ne(fn(_as_i32(x), axes), scalar(0, "i32"))
+    return fn(x, axes)
+
+
+@rule("reduce_or", "reduce_and")
+def _reduce_logical(ctx, eqn, x):
+    axes = list(eqn.params["axes"])
+    if x.dtype != "bool":
+        raise unimplemented(f"{eqn.primitive.name} of {x.dtype} at {where(eqn)} (ferry reduces bools)")
+    fn = F.reduce_max if eqn.primitive.name == "reduce_or" else F.reduce_min
+    return F.ne(fn(_as_i32(x), axes), scalar(0, "i32"))
+
+
+@rule("argmax", "argmin")
+def _argmax(ctx, eqn, x):
+    (axis,) = eqn.params["axes"]
+    if ferry_dtype(eqn.outvars[0].aval) != "i32" or is_unsigned(eqn.outvars[0].aval):
+        raise unimplemented(f"{eqn.primitive.name} with index_dtype {eqn.params['index_dtype']} at {where(eqn)}")
+    if is_unsigned(eqn.invars[0].aval):
+        x = _flip(x)
+    return (F.argmax if eqn.primitive.name == "argmax" else F.argmin)(x, axis)
+
+
+@rule("cumsum", "cummax", "cummin")
+def _cumulative(ctx, eqn, x):
+    fn = {"cumsum": F.cumsum, "cummax": F.cummax, "cummin": F.cummin}[eqn.primitive.name]
+    if is_unsigned(eqn.invars[0].aval) and eqn.primitive.name != "cumsum":
+        return _flip(fn(_flip(x), eqn.params["axis"], eqn.params["reverse"]))
+    return fn(x, eqn.params["axis"], eqn.params["reverse"])
+
+
+# Shapes. Key arrays carry their key data's trailing dimensions through every shape operation.
+
+def _trailing(eqn, i=0):
+    aval = eqn.invars[i].aval
+    return key_shape(aval) if is_key(aval) else ()
+
+
+@rule("broadcast_in_dim")
+def _broadcast_in_dim(ctx, eqn, x, *dyn):
+    if dyn:
+        raise unimplemented(f"broadcast_in_dim with dynamic shapes at {where(eqn)}")
+    extra = _trailing(eqn)
+    shape = list(eqn.params["shape"]) + list(extra)
+    dims = list(eqn.params["broadcast_dimensions"])
+    dims += [len(eqn.params["shape"]) + i for i in range(len(extra))]
+    if tuple(x.shape) == tuple(shape):
+        return x
+    return F.broadcast_in_dim(x, shape, dims)
+
+
+@rule("reshape", "squeeze", "expand_dims")
+def _reshape(ctx, eqn, x, *dyn):
+    if dyn:
+        raise unimplemented(f"{eqn.primitive.name} with dynamic shapes at {where(eqn)}")
+    dims = eqn.params.get("dimensions") if eqn.primitive.name == "reshape" else None
+    if dims is not None:
+        x = F.transpose(x, list(dims) + list(range(len(dims), len(x.shape))))
+    shape = list(physical_shape(eqn.outvars[0].aval))
+    return x if tuple(x.shape) == tuple(shape) else F.reshape(x, shape)
+
+
+@rule("transpose")
+def _transpose(ctx, eqn, x):
+    perm = list(eqn.params["permutation"])
+    perm += list(range(len(perm), len(x.shape)))
+    return x if perm == sorted(perm) else F.transpose(x, perm)
+
+
+@rule("slice")
+def _slice(ctx, eqn, x):
+    extra = _trailing(eqn)
+    start = list(eqn.params["start_indices"]) + [0] * len(extra)
+    limit = list(eqn.params["limit_indices"]) + list(extra)
+    strides = eqn.params.get("strides")
+    strides = (list(strides) if strides is not None else [1] * len(eqn.params["start_indices"])) + [1] * len(extra)
+    return F.slice(x, start, limit, strides)
+
+
+@rule("split")
+def _split(ctx, eqn, x):
+    axis = eqn.params["axis"]
+    outs, at = [], 0
+    for size in eqn.params["sizes"]:
+        start = [0] * len(x.shape)
+        limit = list(x.shape)
+        start[axis], limit[axis] = at, at + size
+        outs.append(F.slice(x, start, limit, [1] * len(x.shape)))
+        at += size
+    return outs
+
+
+@rule("stack")
+def _stack(ctx, eqn, *xs):
+    axis = eqn.params["axis"]
+    parts = []
+    for x in xs:
+        shape = list(x.shape)
+        parts.append(F.reshape(x, shape[:axis] + [1] + shape[axis:]))
+    return F.concatenate(parts, axis)
+
+
+@rule("unstack")
+def _unstack(ctx, eqn, x):
+    axis = eqn.params["axis"]
+    shape = list(x.shape)
+    outs = []
+    for i in range(shape[axis]):
+        start, limit = [0] * len(shape), list(shape)
+        start[axis], limit[axis] = i, i + 1
+        outs.append(F.reshape(F.slice(x, start, limit, [1] * len(shape)), shape[:axis] + shape[axis + 1:]))
+    return outs
+
+
+@rule("concatenate")
+def _concatenate(ctx, eqn, *xs):
+    return F.concatenate(list(xs), eqn.params["dimension"])
+
+
+@rule("pad")
+def _pad(ctx, eqn, x, value):
+    # XLA's pad: interior padding first, then edge padding (negative edges slice).
+    config = list(eqn.params["padding_config"])
+    dtype = x.dtype
+    for axis, (lo, hi, interior) in enumerate(config):
+        if interior > 0 and x.shape[axis] > 1:
+            n = x.shape[axis]
+            shape = list(x.shape)
+            fill_shape = shape[:axis + 1] + [interior] + shape[axis + 1:]
+            expanded = F.reshape(x, shape[:axis + 1] + [1] + shape[axis + 1:])
+            fill = F.broadcast_in_dim(value, fill_shape, [])
+            woven = F.concatenate([expanded, fill], axis + 1)
+            flat = shape[:axis] + [n * (1 + interior)] + shape[axis + 1:]
+            x = F.reshape(woven, flat)
+            start = [0] * len(flat)
+            limit = list(flat)
+            limit[axis] = n + (n - 1) * interior
+            x = F.slice(x, start, limit, [1] * len(flat))
+        for amount, before in ((lo, True), (hi, False)):
+            if amount > 0:
+                shape = list(x.shape)
+                shape[axis] = amount
+                fill = F.broadcast_in_dim(value, shape, [])
+                x = F.concatenate([fill, x] if before else [x, fill], axis)
+            elif amount < 0:
+                start = [0] * len(x.shape)
+                limit = list(x.shape)
+                if before:
+                    start[axis] = -amount
+                else:
+                    limit[axis] += amount
+                x = F.slice(x, start, limit, [1] * len(x.shape))
+    del dtype
+    return x
+
+
+def _take(x, indices, axis):
+    """x's slices along `axis` at the i32 `indices` (a vector), as a gather."""
+    n = indices.shape[0]
+    rank = len(x.shape)
+    sizes = list(x.shape)
+    sizes[axis] = 1
+    offset = [d for d in range(rank) if d != axis]
+    # The indexed dimension is the output's one that is not an offset dimension: `axis` itself.
+    return F.gather(x, F.reshape(indices, [n, 1]), offset, [axis], [axis], sizes, "clip")
+
+
+@rule("rev")
+def _rev(ctx, eqn, x):
+    for axis in eqn.params["dimensions"]:
+        n = x.shape[axis]
+        idx = F.sub(scalar(n - 1, "i32"), F.iota("i32", [n], 0))
+        x = _take(x, idx, axis)
+    return x
+
+
+@rule("iota")
+def _iota(ctx, eqn):
+    aval = eqn.outvars[0].aval
+    return F.iota(ferry_dtype(aval), list(aval.shape), eqn.params["dimension"])
+
+
+@rule("dynamic_slice")
+def _dynamic_slice(ctx, eqn, x, *starts):
+    extra = _trailing(eqn)
+    starts = list(starts) + [scalar(0, "i32")] * len(extra)
+    return F.dynamic_slice(x, [_index(s) for s in starts], list(eqn.params["slice_sizes"]) + list(extra))
+
+
+@rule("dynamic_update_slice")
+def _dynamic_update_slice(ctx, eqn, x, update, *starts):
+    extra = _trailing(eqn)
+    starts = list(starts) + [scalar(0, "i32")] * len(extra)
+    return F.dynamic_update_slice(x, update, [_index(s) for s in starts])
+
+
+def _index(t):
+    return t if t.dtype == "i32" else F.convert(t, "i32")
+
+
+_MODES = {"GatherScatterMode.CLIP": "clip", "GatherScatterMode.PROMISE_IN_BOUNDS": "clip",
+          "GatherScatterMode.FILL_OR_DROP": "fill", "GatherScatterMode.ONE_HOT": None}
+
+
+def _mode(eqn, default_fill=True):
+    mode = _MODES.get(str(eqn.params.get("mode")))
+    if mode is None:
+        raise unimplemented(f"{eqn.primitive.name} with mode {eqn.params.get('mode')} at {where(eqn)}")
+    fill = eqn.params.get("fill_value")
+    if mode == "fill" and fill is not None:
+        if fill == 0:
+            return "fill_zero"
+        aval = eqn.invars[0].aval
+        default = np.nan if np.issubdtype(aval.dtype, np.inexact) else None
+        if not (default is not None and np.isnan(fill)):
+            raise unimplemented(f"{eqn.primitive.name} with fill_value={fill} at {where(eqn)} (ferry fills with "
+                                "0 or with JAX's default)")
+    return mode
+
+
+def _batched_indices(indices, operand_batching, indices_batching):
+    """Indices with one more component per batching dimension: that dimension's own position
+    (an iota), so that a batched gather or scatter becomes a plain one."""
+    if not operand_batching:
+        return indices, []
+    shape = list(indices.shape)
+    comps = [indices]
+    for d in indices_batching:
+        comps.append(F.iota("i32", shape[:-1] + [1], d))
+    return F.concatenate(comps, len(shape) - 1), list(operand_batching)
+
+
+@rule("gather")
+def _gather(ctx, eqn, operand, indices):
+    dn = eqn.params["dimension_numbers"]
+    mode = _mode(eqn)
+    sizes = list(eqn.params["slice_sizes"])
+    offset = list(dn.offset_dims)
+    collapsed = list(dn.collapsed_slice_dims)
+    start_map = list(dn.start_index_map)
+    indices, extra_map = _batched_indices(_index(indices), tuple(dn.operand_batching_dims),
+                                          tuple(dn.start_indices_batching_dims))
+    start_map += extra_map
+    collapsed = sorted(collapsed + extra_map)
+    extra = _trailing(eqn)
+    if extra:  # key data: one more offset dimension at the end of the output
+        out_rank = len(eqn.outvars[0].aval.shape)
+        offset += [out_rank + i for i in range(len(extra))]
+        sizes += list(extra)
+    return F.gather(operand, indices, offset, collapsed, start_map, sizes, mode)
+
+
+@rule("scatter-add", "scatter_add")
+def _scatter_add(ctx, eqn, operand, indices, updates):
+    dn = eqn.params["dimension_numbers"]
+    mode = _mode(eqn)
+    if mode == "fill_zero":
+        mode = "fill"
+    if eqn.params.get("update_consts"):
+        raise unimplemented(f"scatter-add with update_consts at {where(eqn)}")
+    if is_key(eqn.invars[0].aval) or operand.dtype == "bool":
+        raise unimplemented(f"scatter-add of {eqn.invars[0].aval.dtype} at {where(eqn)}")
+    indices, extra_map = _batched_indices(_index(indices), tuple(dn.operand_batching_dims),
+                                          tuple(dn.scatter_indices_batching_dims))
+    to_operand = list(dn.scatter_dims_to_operand_dims) + extra_map
+    inserted = sorted(list(dn.inserted_window_dims) + extra_map)
+    return F.scatter_add(operand, indices, updates, list(dn.update_window_dims), inserted, to_operand, mode)
+
+
+def iota_2x32(ctx, eqn):
+    """iota_2x32_shape: each element's row-major position as two uint32 words (hi, lo)."""
+    shape = list(eqn.params["shape"])
+    total = int(np.prod(shape)) if shape else 1
+    if total >= 2 ** 31:
+        raise unimplemented(f"iota_2x32_shape of {total} elements at {where(eqn)}")
+    lo = None
+    stride = 1
+    for d in reversed(range(len(shape))):
+        term = F.iota("i32", shape, d)
+        if stride != 1:
+            term = F.mul(term, scalar(stride, "i32"))
+        lo = term if lo is None else F.add(lo, term)
+        stride *= shape[d]
+    if lo is None:
+        lo = scalar(0, "i32")
+    hi = F.broadcast_in_dim(scalar(0, "i32"), shape, [])
+    return [hi, lo]
+
+
+rule("iota_2x32_shape")(iota_2x32)
+
+
+@rule("threefry2x32")
+def _threefry(ctx, eqn, k0, k1, x0, x1):
+    shape = list(physical_shape(eqn.outvars[0].aval))
+
+    def full(t):
+        return t if list(t.shape) == shape else F.broadcast_in_dim(t, shape, list(range(len(shape) - len(t.shape),
+                                                                                          len(shape))))
+    y0, y1 = F.threefry2x32(k0, k1, full(x0), full(x1))
+    return [y0, y1]
