@@ -85,6 +85,9 @@ class Backend {
   virtual void fill(void* dst, MemoryKind kind, unsigned char byte, size_t bytes, Stream stream) = 0;
 
   virtual DeviceFacts facts() const = 0;
+  // Per-equation kernel state made once, when an executable is made, and handed to every call of
+  // its kernel (Workspace::prepared): compile work off the call path. nullptr: none (the default).
+  virtual std::shared_ptr<const void> prepare(const ir::Equation& eq) const { return nullptr; }
   // The device's own count of the memory in use now (total - free, CUDA's cudaMemGetInfo: every
   // process and the driver's context included); 0 where device memory is host RAM.
   virtual int64_t device_used_bytes() { return 0; }

@@ -84,6 +84,7 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_p
                                                    i, p.name));
   }
   kernels_.resize(p.equations.size());
+  prepared_.resize(p.equations.size());
   bodies_.resize(p.equations.size());
   max_live_ = plan_->buffers.size();
   for (size_t e = 0; e < p.equations.size(); ++e) {
@@ -99,6 +100,7 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_p
     if (kernels_[e] == nullptr || (!eq.subprograms.empty() && eq.prim != ir::op::fused))
       throw Error(ErrorCode::unimplemented,
                   fmt::format("the {} backend has no kernel for {}", backend_->name(), primitive_name(eq.prim)));
+    prepared_[e] = backend_->prepare(eq);
   }
 }
 
@@ -355,8 +357,9 @@ void Executable::execute(const Frame& f, State& st) const {
     } else {
       for (size_t i = 0; i < eq.inputs.size(); ++i) st.in[i] = {address(f, eq.inputs[i]), &p.type(eq.inputs[i])};
       for (size_t i = 0; i < eq.outputs.size(); ++i) st.out[i] = {address(f, eq.outputs[i]), &p.type(eq.outputs[i])};
-      Workspace workspace;
-      if (int w = plan.workspace[e]; w >= 0) workspace = Workspace(buffer_address(f, w), plan.buffers[static_cast<size_t>(w)].size);
+      Workspace workspace(nullptr, 0, prepared_[e].get());
+      if (int w = plan.workspace[e]; w >= 0)
+        workspace = Workspace(buffer_address(f, w), plan.buffers[static_cast<size_t>(w)].size, prepared_[e].get());
       kernels_[e](eq, std::span<const ConstView>(st.in.data(), eq.inputs.size()),
                   std::span<const MutView>(st.out.data(), eq.outputs.size()), workspace, f.stream);
       if (eq.prim == Primitive::device_put)

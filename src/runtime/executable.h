@@ -91,6 +91,7 @@ class Executable {
   std::shared_ptr<const plan::MemoryPlan> plan_;
   Backend* backend_ = nullptr;
   std::vector<KernelFn> kernels_;                        // per equation (null for bodies)
+  std::vector<std::shared_ptr<const void>> prepared_;    // per equation: Backend::prepare's
   std::vector<std::shared_ptr<const Executable>> bodies_;  // per equation (null for kernels)
   Options options_;
   size_t max_live_ = 0;  // buffers of this plan and its bodies': the most live at once

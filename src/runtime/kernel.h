@@ -29,7 +29,8 @@ struct MutView {
 class Workspace {
  public:
   Workspace() = default;
-  Workspace(void* data, int64_t bytes) : data_(static_cast<char*>(data)), size_(bytes) {}
+  Workspace(void* data, int64_t bytes, const void* prepared = nullptr)
+      : data_(static_cast<char*>(data)), size_(bytes), prepared_(prepared) {}
 
   // The bytes a piece of `bytes` bytes uses.
   static constexpr int64_t piece(int64_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -42,11 +43,15 @@ class Workspace {
     return p;
   }
   int64_t size() const { return size_; }
+  // What the backend prepared for this equation when the executable was made (Backend::prepare:
+  // the fused kernel's recipe), or null where the kernel is called on its own (kernel tests).
+  template <class T> const T* prepared() const { return static_cast<const T*>(prepared_); }
 
  private:
   [[noreturn]] void overdrawn(int64_t bytes) const;
   char* data_ = nullptr;
   int64_t size_ = 0, used_ = 0;
+  const void* prepared_ = nullptr;
 };
 
 // A kernel's workspace declaration: one add<T>(count) per take<T>(count) the kernel will make.

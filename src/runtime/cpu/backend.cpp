@@ -9,6 +9,7 @@
 #include "runtime/backend.h"
 #include "runtime/copy_queue.h"
 #include "runtime/cpu/kernels.h"
+#include "runtime/cpu/kernel_groups.h"
 #include "runtime/cpu/parallel.h"
 
 namespace ferry::runtime {
@@ -20,6 +21,9 @@ class CpuBackend final : public Backend {
   CpuBackend() { cpu::set_idle_work(&CopyQueue::help_any); }
   std::string_view name() const override { return "cpu"; }
   KernelFn kernel(Primitive p) const override { return cpu::kernel(p); }
+  std::shared_ptr<const void> prepare(const ir::Equation& eq) const override {
+    return eq.prim == ir::op::fused ? cpu::prepare_fused(eq) : nullptr;
+  }
   WorkspaceSizeFn workspace_size(Primitive p) const override { return cpu::workspace_size(p); }
   MemoryResource& memory(MemoryKind kind) override { return host_resource(kind); }
   std::unique_ptr<CopyEngine> make_copy_engine() override { return std::make_unique<CopyQueue>(); }

@@ -19,9 +19,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <queue>
-#include <unordered_map>
 
 #include "prims/fused_body.h"
 #include "runtime/cpu/check.h"
@@ -292,23 +290,6 @@ std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
   return r;
 }
 
-// Recipes by body. A body outlives every run of its equation; an entry whose body died (its
-// address reused) is told apart by the weak pointer.
-std::shared_ptr<const Recipe> recipe_for(const ir::Equation& eq) {
-  static std::mutex mu;
-  static std::unordered_map<const ir::Program*, std::pair<std::weak_ptr<const ir::Program>, std::shared_ptr<const Recipe>>>
-      cache;
-  const std::shared_ptr<const ir::Program>& body = eq.subprograms.at(0);
-  std::lock_guard lock(mu);
-  auto it = cache.find(body.get());
-  if (it != cache.end() && it->second.first.lock() == body) return it->second.second;
-  if (cache.size() >= 4096)
-    std::erase_if(cache, [](const auto& e) { return e.second.first.expired(); });
-  auto r = make_recipe(*body);
-  cache[body.get()] = {body, r};
-  return r;
-}
-
 // Threads that may run blocks at once: each needs a region of the workspace.
 int64_t regions() { return std::max(1, num_threads()); }
 
@@ -501,15 +482,20 @@ void store_block(const ir::Equation& eq, const Recipe& r, std::span<const MutVie
 
 }  // namespace
 
+std::shared_ptr<const void> prepare_fused(const ir::Equation& eq) { return make_recipe(*eq.subprograms.at(0)); }
+
 int64_t fused_workspace(const ir::Equation& eq, std::span<const ir::Type* const>, std::span<const ir::Type* const>) {
-  const int64_t region = Workspace::piece(recipe_for(eq)->region_bytes);
+  const int64_t region = Workspace::piece(make_recipe(*eq.subprograms.at(0))->region_bytes);
   return region <= kStackRegion ? 0 : regions() * region;
 }
 
 void fused_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
                   Workspace& workspace) {
-  std::shared_ptr<const Recipe> recipe = recipe_for(eq);
-  const Recipe& r = *recipe;
+  // The recipe the backend prepared with the executable; a kernel called on its own makes one.
+  std::shared_ptr<const Recipe> own;
+  const Recipe* prepared = workspace.prepared<Recipe>();
+  if (prepared == nullptr) own = make_recipe(*eq.subprograms.at(0));
+  const Recipe& r = prepared ? *prepared : *own;
   const ir::Program& body = *eq.subprograms.at(0);
   if (inputs.size() != body.inputs.size() || outputs.size() != body.outputs.size())
     kernel_bug(eq, "operand or result count differs from the body's");

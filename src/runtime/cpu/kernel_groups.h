@@ -2,6 +2,8 @@
 // kernel reads eq.prim where it serves several primitives.
 #pragma once
 
+#include <memory>
+
 #include "runtime/kernel.h"
 
 namespace ferry::runtime::cpu {
@@ -57,6 +59,8 @@ FERRY_CPU_KERNEL(fused_kernel);
 // Workspace declarations (kernels.cpp's workspace_size), beside their kernels.
 int64_t dot_general_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
                               std::span<const ir::Type* const> outputs);
+// The fused kernel's recipe of eq's body (what it runs per block), made when an executable is.
+std::shared_ptr<const void> prepare_fused(const ir::Equation& eq);
 int64_t fused_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
                         std::span<const ir::Type* const> outputs);
 int64_t reduce_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
