@@ -150,9 +150,9 @@ std::shared_ptr<const MemoryPlan> plan_body(const ir::Equation& eq, const PlanOp
 namespace {
 
 // Plans one program, in the steps below (each a member, in the order plan_program runs them).
-class Planner {
+class BufferAssigner {
  public:
-  Planner(const ir::Program& p, bool outputs_external, const PlanOptions& options)
+  BufferAssigner(const ir::Program& p, bool outputs_external, const PlanOptions& options)
       : p_(p), outputs_external_(outputs_external), options_(options), plan_(std::make_shared<MemoryPlan>()),
         n_(static_cast<int>(p.equations.size())), nv_(p.values.size()) {}
 
@@ -613,7 +613,7 @@ class Planner {
 
 std::shared_ptr<const MemoryPlan> plan_program(const ir::Program& p, bool outputs_external, const Streams* streams,
                                                const PlanOptions& options) {
-  return Planner(p, outputs_external, options).run(streams);
+  return BufferAssigner(p, outputs_external, options).run(streams);
 }
 
 }  // namespace

@@ -24,12 +24,12 @@
 // Sizing: FERRY_NUM_THREADS when set (a positive integer), else std::thread::hardware_concurrency().
 // The pool is made on first use and lives until exit.
 //
-// OpenBLAS: the pool is the process's only source of compute threads. Making it sets OpenBLAS to
-// one thread, and the dot kernel splits a large gemm into blocks of rows run on the pool (measured
-// against OpenBLAS's own threads in /work/notes/threads.md and docs: its pthread build's idle
-// threads spin in sched_yield for a long time after each call, which took ~30% of the CPU next to
-// our kernels and the copy queue's thread). Calls from several threads at once are safe in a
-// single-threaded OpenBLAS setting (each call takes its own buffers).
+// Matrix products: the pool is the process's only source of compute threads. ferry loads OpenBLAS
+// single-threaded and keeps oneDNN's OpenMP team at one thread per caller (runtime/cpu/openblas.h,
+// onednn_gemm.h), and the dot kernel splits a large product into blocks run on the pool: OpenBLAS's
+// pthread build's idle threads spun in sched_yield long after each call, which took ~30% of the CPU
+// next to our kernels and the copy queue's thread. Calls from several threads at once are safe in
+// a single-threaded OpenBLAS (each call takes its own buffers).
 #include "runtime/cpu/parallel.h"
 
 #include <cstring>
