@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <unordered_set>
 
 #include "compiler/memory_analysis.h"
@@ -395,6 +396,126 @@ class Planner {
 
 }  // namespace
 
+namespace {
+
+// The choices for a limit the all-saved plan exceeds, tried in this order until one fits; each is
+// planned for real (the model's bytes are an estimate). The result and the report.
+class LimitSearch {
+ public:
+  LimitSearch(Planner& planner, const AutoProblem& problem, int64_t limit, const Planned& smallest, AutoPlanReport& report)
+      : planner_(planner), prob_(problem), limit_(limit), smallest_(smallest), r_(report) {}
+
+  // The strategies, in order: the fastest fitting choice the model finds, then ones that trade
+  // time for memory more and more bluntly.
+  std::optional<std::pair<Planned, std::vector<Kind>>> run() {
+    if (auto fit = greedy(prob_, 6, nullptr)) return fit;
+    if (auto fit = greedy_without_recomputation()) return fit;
+    if (auto fit = fixed(fewest_bytes(), Kind::save)) return fit;
+    if (auto fit = fixed(everything_recomputed(), Kind::recompute)) return fit;
+    return std::nullopt;
+  }
+  const Planned& smallest() const { return smallest_; }
+
+ private:
+  using Fit = std::optional<std::pair<Planned, std::vector<Kind>>>;
+
+  // The greedy choice on `problem`, planned; while the real plan is over the limit, the model's
+  // limit is lowered by the difference and the choice made again. `to_prob` maps an option of
+  // `problem` back to the posed problem's (the same where no options were taken out).
+  Fit greedy(const AutoProblem& problem, int attempts, const std::vector<std::vector<int>>* to_prob) {
+    int64_t model_limit = limit_;
+    AutoProblem trial = problem;  // its limit lowered attempt by attempt
+    for (int attempt = 0; attempt < attempts; ++attempt) {
+      trial.limit = model_limit;
+      AutoSolution sol = solve_greedy(trial);
+      std::vector<Kind> kinds = planner_.choices(trial, sol.choice);
+      Planned planned = planner_.plan(kinds);
+      r_.attempts += 1;
+      if (planned.peak <= limit_) {
+        r_.choice = sol.choice;
+        if (to_prob)
+          for (size_t c = 0; c < r_.choice.size(); ++c) r_.choice[c] = (*to_prob)[c][static_cast<size_t>(r_.choice[c])];
+        return std::pair{std::move(planned), std::move(kinds)};
+      }
+      if (planned.peak < smallest_.peak) smallest_ = planned;
+      if (!sol.fits) break;  // the model has no smaller choice to offer
+      model_limit -= planned.peak - limit_;
+    }
+    return std::nullopt;
+  }
+
+  // The model's bytes for a recomputation can be too few: recomputing a long chain from its start
+  // keeps the chain's values live together (a checkpoint around a whole stack of layers). Then the
+  // same search without recomputation, offloading instead.
+  Fit greedy_without_recomputation() {
+    AutoProblem no_recompute = prob_;
+    std::vector<std::vector<int>> to_prob(prob_.candidates.size());
+    bool any_removed = false;
+    for (size_t c = 0; c < prob_.candidates.size(); ++c) {
+      std::vector<AutoOption>& opts = no_recompute.candidates[c].options;
+      opts.clear();
+      for (size_t o = 0; o < prob_.candidates[c].options.size(); ++o)
+        if (prob_.candidates[c].options[o].kind != Kind::recompute) {
+          opts.push_back(prob_.candidates[c].options[o]);
+          to_prob[c].push_back(static_cast<int>(o));
+        }
+      if (opts.empty()) {  // recomputation is its only option: it stays
+        opts.push_back(prob_.candidates[c].options[0]);
+        to_prob[c].push_back(0);
+      }
+      any_removed = any_removed || opts.size() < prob_.candidates[c].options.size();
+    }
+    return any_removed ? greedy(no_recompute, 3, &to_prob) : std::nullopt;
+  }
+
+  // Per candidate the option with the fewest bytes at its peak: the smallest choice the model knows.
+  std::vector<int> fewest_bytes() const {
+    std::vector<int> least(prob_.candidates.size(), 0);
+    for (size_t c = 0; c < prob_.candidates.size(); ++c) {
+      int64_t best = -1;
+      for (size_t o = 0; o < prob_.candidates[c].options.size(); ++o) {
+        int64_t most = 0;
+        for (const AutoInterval& iv : prob_.candidates[c].options[o].live) most = std::max(most, iv.bytes);
+        if (best < 0 || most < best) {
+          best = most;
+          least[c] = static_cast<int>(o);
+        }
+      }
+    }
+    return least;
+  }
+
+  // Every value recomputed where it can be (stacked residuals saved): the program as
+  // differentiation left it, the plan nothing_saveable would make.
+  std::vector<int> everything_recomputed() const {
+    std::vector<int> recompute(prob_.candidates.size(), 0);
+    for (size_t c = 0; c < prob_.candidates.size(); ++c)
+      for (size_t o = 0; o < prob_.candidates[c].options.size(); ++o)
+        if (prob_.candidates[c].options[o].kind == Kind::recompute) recompute[c] = static_cast<int>(o);
+    return recompute;
+  }
+
+  Fit fixed(const std::vector<int>& choice, Kind others) {
+    std::vector<Kind> kinds = planner_.choices(prob_, choice, others);
+    Planned planned = planner_.plan(kinds);
+    r_.attempts += 1;
+    if (planned.peak <= limit_) {
+      r_.choice = choice;
+      return std::pair{std::move(planned), std::move(kinds)};
+    }
+    if (planned.peak < smallest_.peak) smallest_ = planned;
+    return std::nullopt;
+  }
+
+  Planner& planner_;
+  const AutoProblem& prob_;
+  int64_t limit_;
+  Planned smallest_;
+  AutoPlanReport& r_;
+};
+
+}  // namespace
+
 bool plan_automatic(ir::Program& program, const Target& options, const PlanTail& tail, AutoPlanReport* report,
                     const PlanTail* pose_tail) {
   if (!has_automatic(program) && !(options.fit_to_limit && options.device_memory_limit > 0)) return false;
@@ -432,92 +553,17 @@ bool plan_automatic(ir::Program& program, const Target& options, const PlanTail&
   if (limit <= 0 || early.peak <= limit) return finish(early, all_saved);
   if (saved.peak <= limit) return finish(saved, all_saved);
 
+  // A choice to make: posed on the all-saved plan (unfused where fusion would rename candidates).
   const Planned posed = pose_tail ? planner.plan(all_saved, pose_tail) : saved;
   if (options.fit_to_limit) {
     planner.add_splits(posed);
-    all_saved.assign(planner.num_groups(), Kind::save);
     r.candidates = static_cast<int>(planner.num_groups());
   }
-  AutoProblem prob = planner.problem(posed);
-  r.problem = prob;
-  Planned smallest = saved;
-  // The greedy choice on `problem`, planned for real; while the real plan is over the limit, the
-  // model's limit is lowered by the difference and the choice made again. `to_prob` maps an option
-  // of `problem` back to the posed problem's (the same where no options were taken out).
-  auto search = [&](const AutoProblem& problem, int attempts, const std::vector<std::vector<int>>* to_prob) {
-    int64_t model_limit = limit;
-    AutoProblem trial = problem;  // its limit lowered attempt by attempt
-    for (int attempt = 0; attempt < attempts; ++attempt) {
-      trial.limit = model_limit;
-      AutoSolution sol = solve_greedy(trial);
-      std::vector<Kind> kinds = planner.choices(trial, sol.choice);
-      Planned planned = planner.plan(kinds);
-      r.attempts += 1;
-      if (planned.peak <= limit) {
-        r.choice = sol.choice;
-        if (to_prob)
-          for (size_t c = 0; c < r.choice.size(); ++c) r.choice[c] = (*to_prob)[c][static_cast<size_t>(r.choice[c])];
-        return finish(planned, kinds);
-      }
-      if (planned.peak < smallest.peak) smallest = planned;
-      if (!sol.fits) break;  // the model has no smaller choice to offer
-      model_limit -= planned.peak - limit;
-    }
-    return false;
-  };
-  if (search(prob, 6, nullptr)) return true;
-  // The model's bytes for a recomputation can be too few: recomputing a long chain from its start
-  // keeps the chain's values live together (a checkpoint around a whole stack of layers). Then
-  // the same search without recomputation, offloading instead.
-  AutoProblem no_recompute = prob;
-  std::vector<std::vector<int>> to_prob(prob.candidates.size());
-  bool any_removed = false;
-  for (size_t c = 0; c < prob.candidates.size(); ++c) {
-    std::vector<AutoOption>& opts = no_recompute.candidates[c].options;
-    opts.clear();
-    for (size_t o = 0; o < prob.candidates[c].options.size(); ++o)
-      if (prob.candidates[c].options[o].kind != Kind::recompute) {
-        opts.push_back(prob.candidates[c].options[o]);
-        to_prob[c].push_back(static_cast<int>(o));
-      }
-    if (opts.empty()) {  // recomputation is its only option: it stays
-      opts.push_back(prob.candidates[c].options[0]);
-      to_prob[c].push_back(0);
-    }
-    any_removed = any_removed || opts.size() < prob.candidates[c].options.size();
-  }
-  if (any_removed && search(no_recompute, 3, &to_prob)) return true;
-  // The smallest choice the model knows: per candidate the option with the fewest bytes at its peak.
-  std::vector<int> least(prob.candidates.size(), 0);
-  for (size_t c = 0; c < prob.candidates.size(); ++c) {
-    int64_t best = -1;
-    for (size_t o = 0; o < prob.candidates[c].options.size(); ++o) {
-      int64_t most = 0;
-      for (const AutoInterval& iv : prob.candidates[c].options[o].live) most = std::max(most, iv.bytes);
-      if (best < 0 || most < best) {
-        best = most;
-        least[c] = static_cast<int>(o);
-      }
-    }
-  }
-  // And every value recomputed where it can be (stacked residuals saved): the program as
-  // differentiation left it, the plan nothing_saveable would make.
-  std::vector<int> recompute(prob.candidates.size(), 0);
-  for (size_t c = 0; c < prob.candidates.size(); ++c)
-    for (size_t o = 0; o < prob.candidates[c].options.size(); ++o)
-      if (prob.candidates[c].options[o].kind == Kind::recompute) recompute[c] = static_cast<int>(o);
-  for (const std::vector<int>* choice : {&least, &recompute}) {
-    std::vector<Kind> kinds = planner.choices(prob, *choice, choice == &recompute ? Kind::recompute : Kind::save);
-    Planned planned = planner.plan(kinds);
-    r.attempts += 1;
-    if (planned.peak <= limit) {
-      r.choice = *choice;
-      return finish(planned, kinds);
-    }
-    if (planned.peak < smallest.peak) smallest = planned;
-  }
+  r.problem = planner.problem(posed);
+  LimitSearch search(planner, r.problem, limit, saved, r);
+  if (auto fit = search.run()) return finish(fit->first, fit->second);
   try {
-    check_device_limit(*smallest.program, *smallest.plan, limit);
+    check_device_limit(*search.smallest().program, *search.smallest().plan, limit);
   } catch (const Error& e) {
     throw Error(ErrorCode::resource_exhausted,
                 fmt::format("the automatic planner found no plan under the limit (it tried {} plans of {} candidate "
