@@ -573,74 +573,104 @@ class Fuser {
   // every reader recomputes is dropped) and returns its values read outside it. Returns whether a
   // fused equation was made.
   bool rewrite() {
+    const Needed needed = needed_per_group();
+    if (!emit_fused(needed)) return false;
+    drop_dead_copies();
+    return true;
+  }
+
+  // Per group: the equations it must compute (its members and copies some reader needs, in program
+  // order) and the values it returns (those read outside it).
+  struct Needed {
+    std::vector<std::vector<size_t>> equations;
+    std::vector<std::vector<ir::ValueId>> results;
+  };
+
+  // Groups are visited last place first: a group's readers run after it, so what they read of it
+  // is settled before it is.
+  Needed needed_per_group() const {
     const size_t n = p_.equations.size();
-    // Values read by something that does not compute them. Groups are visited last place first:
-    // a group's readers run after it, so they are settled before it is.
+    // Values read by something that does not compute them.
     std::vector<char> read(p_.values.size(), 0);
-    for (ir::ValueId v : p_.outputs) read[static_cast<size_t>(v)] = 1;
+    for (ir::ValueId v : p_.outputs) read[idx(v)] = 1;
     for (size_t e = 0; e < n; ++e)
       if (group_of_eq_[e] < 0)
-        for (ir::ValueId v : p_.equations[e].inputs) read[static_cast<size_t>(v)] = 1;
-    std::vector<std::vector<size_t>> needed(groups_.size());
-    std::vector<std::vector<ir::ValueId>> results(groups_.size());
+        for (ir::ValueId v : p_.equations[e].inputs) read[idx(v)] = 1;
+    Needed out;
+    out.equations.resize(groups_.size());
+    out.results.resize(groups_.size());
     std::vector<size_t> order = by_position();
     std::reverse(order.begin(), order.end());
     std::vector<char> need(n, 0);
     for (size_t g : order) {
-      const Group& G = groups_[g];
-      // A lone candidate that recomputes nothing and was recomputed nowhere stays as it was.
-      const bool untouched = G.members.size() == 1 && G.copies.empty() && copied_in_[G.members[0]].empty();
-      auto mark = [&](size_t from) {
-        std::vector<size_t> todo{from};  // a stack: chains may be long
+      mark_needed(g, read, need, out.results[g]);
+      keep_an_operand(g, need, !out.results[g].empty());
+      for (size_t e : computed(groups_[g]))
+        if (need[e]) {
+          need[e] = 0;
+          out.equations[g].push_back(e);
+          for (ir::ValueId u : p_.equations[e].inputs)
+            if (!computes_value(g, u)) read[idx(u)] = 1;
+        }
+    }
+    return out;
+  }
+
+  // Marks what group g computes for the values read outside it (all of a lone candidate that
+  // recomputes nothing and was recomputed nowhere: it stays as it was), and lists those results.
+  void mark_needed(size_t g, const std::vector<char>& read, std::vector<char>& need, std::vector<ir::ValueId>& results) const {
+    const Group& G = groups_[g];
+    const bool untouched = G.members.size() == 1 && G.copies.empty() && copied_in_[G.members[0]].empty();
+    for (size_t m : G.members)
+      for (ir::ValueId v : p_.equations[m].outputs) {
+        if (!read[idx(v)] && !untouched) continue;
+        results.push_back(v);
+        std::vector<size_t> todo{m};  // a stack: chains may be long
         while (!todo.empty()) {
           const size_t e = todo.back();
           todo.pop_back();
           if (need[e]) continue;
           need[e] = 1;
-          for (ir::ValueId u : p_.equations[e].inputs) {
-            const int d = def_[static_cast<size_t>(u)];
-            if (d >= 0 && computes(g, static_cast<size_t>(d))) todo.push_back(static_cast<size_t>(d));
-          }
+          for (ir::ValueId u : p_.equations[e].inputs)
+            if (computes_value(g, u)) todo.push_back(static_cast<size_t>(def_[idx(u)]));
         }
-      };
-      for (size_t m : G.members)
-        for (ir::ValueId v : p_.equations[m].outputs)
-          if (read[static_cast<size_t>(v)] || untouched) {
-            results[g].push_back(v);
-            mark(m);
-          }
-      // A fused equation reads at least one operand: where what is needed reads nothing from
-      // outside (constants aside), the group computes all it did when it was formed.
-      const std::vector<size_t> all = computed(G);
-      bool reads = false;
-      for (size_t e : all)
-        for (ir::ValueId u : p_.equations[e].inputs) {
-          const int d = def_[static_cast<size_t>(u)];
-          reads = reads || (need[e] && (d < 0 || (!computes(g, static_cast<size_t>(d)) && !is_constant(u))));
-        }
-      if (!reads && !results[g].empty())
-        for (size_t e : all) need[e] = 1;
-      for (size_t e : all)
-        if (need[e]) {
-          need[e] = 0;
-          needed[g].push_back(e);
-          for (ir::ValueId u : p_.equations[e].inputs) {
-            const int d = def_[static_cast<size_t>(u)];
-            if (d < 0 || !computes(g, static_cast<size_t>(d))) read[static_cast<size_t>(u)] = 1;
-          }
-        }
-    }
-    // Fused equations, each where its last needed member was; a group left with one equation is
-    // that equation again.
+      }
+  }
+
+  // A fused equation reads at least one operand: where what group g needs reads nothing from
+  // outside (constants aside), it computes all it did when it was formed.
+  void keep_an_operand(size_t g, std::vector<char>& need, bool has_results) const {
+    const std::vector<size_t> all = computed(groups_[g]);
+    bool reads = false;
+    for (size_t e : all)
+      for (ir::ValueId u : p_.equations[e].inputs) {
+        const int d = def_[idx(u)];
+        reads = reads || (need[e] && (d < 0 || (!computes_value(g, u) && !is_constant(u))));
+      }
+    if (!reads && has_results)
+      for (size_t e : all) need[e] = 1;
+  }
+
+  // Whether group g computes u (u is defined by one of its equations).
+  bool computes_value(size_t g, ir::ValueId u) const {
+    const int d = def_[idx(u)];
+    return d >= 0 && computes(g, static_cast<size_t>(d));
+  }
+
+  // The program with a fused equation per group, each where its last needed member was; a group
+  // left with one equation is that equation again. Returns whether any fused equation was made.
+  bool emit_fused(const Needed& needed) {
+    const size_t n = p_.equations.size();
     std::vector<char> keep(n, 0);
     std::vector<std::vector<ir::Equation>> at(n);
     bool fused_any = false;
     for (size_t e = 0; e < n; ++e)
       if (group_of_eq_[e] < 0) keep[e] = 1;
     for (size_t g = 0; g < groups_.size(); ++g) {
-      if (needed[g].empty()) continue;
-      if (needed[g].size() == 1) {
-        keep[needed[g][0]] = 1;
+      const std::vector<size_t>& eqs = needed.equations[g];
+      if (eqs.empty()) continue;
+      if (eqs.size() == 1) {
+        keep[eqs[0]] = 1;
         continue;
       }
       ir::Equation fused;
@@ -648,12 +678,12 @@ class Fuser {
       fused.params = ir::NoParams{};
       // Recomputation only (its own members and the producers it recomputes): the scheduler runs
       // it just before its reader, and cost_analysis counts its work as recomputed.
-      fused.rematerialized = std::all_of(needed[g].begin(), needed[g].end(),
-                                         [&](size_t m) { return p_.equations[m].rematerialized; });
-      fused.subprograms.push_back(body_of(needed[g], results[g], &fused.inputs));
-      fused.outputs = results[g];
+      fused.rematerialized =
+          std::all_of(eqs.begin(), eqs.end(), [&](size_t m) { return p_.equations[m].rematerialized; });
+      fused.subprograms.push_back(body_of(eqs, needed.results[g], &fused.inputs));
+      fused.outputs = needed.results[g];
       size_t last = 0;
-      for (size_t e : needed[g])
+      for (size_t e : eqs)
         if (group_of_eq_[e] == static_cast<int>(g)) last = e;
         else if (stats_) ++stats_->recomputed;
       at[last].push_back(std::move(fused));
@@ -666,27 +696,35 @@ class Fuser {
       if (keep[e]) out.push_back(std::move(p_.equations[e]));
       for (ir::Equation& f : at[e]) out.push_back(std::move(f));
     }
-    // Constants and free broadcasts that only fused groups read are now dead (a broadcast first,
-    // then what it read).
-    std::vector<int> readers(p_.values.size(), 0);
-    for (const ir::Equation& eq : out)
-      for (ir::ValueId v : eq.inputs) ++readers[static_cast<size_t>(v)];
-    for (ir::ValueId v : p_.outputs) ++readers[static_cast<size_t>(v)];
-    std::vector<char> dead(out.size(), 0);
-    for (size_t i = out.size(); i-- > 0;) {
-      const ir::Equation& eq = out[i];
-      const bool copyable = eq.prim == Primitive::constant || (eq.prim == Primitive::broadcast_in_dim && is_free(eq.outputs[0]));
-      if (!copyable || readers[static_cast<size_t>(eq.outputs[0])] != 0) continue;
-      dead[i] = 1;
-      for (ir::ValueId v : eq.inputs) --readers[static_cast<size_t>(v)];
-    }
-    std::vector<ir::Equation> live;
-    live.reserve(out.size());
-    for (size_t i = 0; i < out.size(); ++i)
-      if (!dead[i]) live.push_back(std::move(out[i]));
-    p_.equations = std::move(live);
+    p_.equations = std::move(out);
     return true;
   }
+
+  // Constants and free broadcasts that only fused groups read are now dead (a broadcast first,
+  // then what it read). Only those: a general DCE would also prune what a fused body computes
+  // beyond its results, which keep_an_operand keeps on purpose.
+  void drop_dead_copies() {
+    std::vector<int> readers(p_.values.size(), 0);
+    for (const ir::Equation& eq : p_.equations)
+      for (ir::ValueId v : eq.inputs) ++readers[idx(v)];
+    for (ir::ValueId v : p_.outputs) ++readers[idx(v)];
+    std::vector<char> dead(p_.equations.size(), 0);
+    for (size_t i = p_.equations.size(); i-- > 0;) {
+      const ir::Equation& eq = p_.equations[i];
+      const bool copyable =
+          eq.prim == Primitive::constant || (eq.prim == Primitive::broadcast_in_dim && is_free(eq.outputs[0]));
+      if (!copyable || readers[idx(eq.outputs[0])] != 0) continue;
+      dead[i] = 1;
+      for (ir::ValueId v : eq.inputs) --readers[idx(v)];
+    }
+    std::vector<ir::Equation> live;
+    live.reserve(p_.equations.size());
+    for (size_t i = 0; i < p_.equations.size(); ++i)
+      if (!dead[i]) live.push_back(std::move(p_.equations[i]));
+    p_.equations = std::move(live);
+  }
+
+  static size_t idx(ir::ValueId v) { return static_cast<size_t>(v); }
 
   ir::Program& p_;
   FuseStats* stats_;
