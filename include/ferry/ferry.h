@@ -9,6 +9,7 @@
 #include "ferry/checkpoint.h"
 #include "ferry/control_flow.h"
 #include "ferry/custom_vjp.h"
+#include "ferry/distributed.h"
 #include "ferry/error.h"
 #include "ferry/explain.h"
 #include "ferry/gather.h"
