@@ -603,9 +603,10 @@ class Fuser {
     std::reverse(order.begin(), order.end());
     std::vector<char> need(n, 0);
     for (size_t g : order) {
+      const std::vector<size_t> all = computed(groups_[g]);
       mark_needed(g, read, need, out.results[g]);
-      keep_an_operand(g, need, !out.results[g].empty());
-      for (size_t e : computed(groups_[g]))
+      keep_an_operand(g, all, need, !out.results[g].empty());
+      for (size_t e : all)
         if (need[e]) {
           need[e] = 0;
           out.equations[g].push_back(e);
@@ -639,8 +640,8 @@ class Fuser {
 
   // A fused equation reads at least one operand: where what group g needs reads nothing from
   // outside (constants aside), it computes all it did when it was formed.
-  void keep_an_operand(size_t g, std::vector<char>& need, bool has_results) const {
-    const std::vector<size_t> all = computed(groups_[g]);
+  // `all` is computed(groups_[g]).
+  void keep_an_operand(size_t g, const std::vector<size_t>& all, std::vector<char>& need, bool has_results) const {
     bool reads = false;
     for (size_t e : all)
       for (ir::ValueId u : p_.equations[e].inputs) {

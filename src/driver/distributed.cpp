@@ -6,8 +6,6 @@
 #include <cstdlib>
 #include <mutex>
 
-#include <fmt/format.h>
-
 #include "ferry/error.h"
 
 #ifdef FERRY_HAS_MPI
@@ -29,6 +27,7 @@ Group& group() {
   return g;
 }
 
+#ifdef FERRY_HAS_MPI
 // The environment variables a launcher sets for each process it starts: Open MPI's mpirun, PMIx
 // (Open MPI 4+, Slurm's srun --mpi=pmix) and PMI (MPICH's hydra, srun --mpi=pmi2).
 bool launched() {
@@ -36,6 +35,7 @@ bool launched() {
     if (std::getenv(v) != nullptr) return true;
   return false;
 }
+#endif
 
 }  // namespace
 
@@ -71,7 +71,6 @@ void initialize(const std::string& axis_name) {
   g.axis = axis_name;
   g.initialized = true;
 #else
-  (void)launched;
   throw Error(ErrorCode::unimplemented,
               "distributed::initialize: this ferry was built without MPI (install Debian's libopenmpi-dev and "
               "openmpi-bin, then configure again: CMake finds MPI and builds it in)");
