@@ -50,27 +50,15 @@ struct DotDims {
   Axes lhs_contracting, rhs_contracting, lhs_batch, rhs_batch;
 };
 
-// Elementwise, unary.
-Tensor neg(const Tensor& x);
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor sin(const Tensor& x);
-Tensor cos(const Tensor& x);
-Tensor tanh(const Tensor& x);
-Tensor logistic(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor sign(const Tensor& x);
-Tensor erf(const Tensor& x);
-Tensor erf_inv(const Tensor& x);
-Tensor log1p(const Tensor& x);  // log(1 + x), accurate near 0
-Tensor expm1(const Tensor& x);  // exp(x) - 1, accurate near 0
-Tensor floor(const Tensor& x);
-Tensor ceil(const Tensor& x);
-Tensor round(const Tensor& x);  // halves away from zero (jax.lax.round's default)
-// Logical on bool, bitwise on i32 (jax.lax.not_, and_, or_, xor).
-Tensor logical_not(const Tensor& x);
+// Elementwise, unary: one function per Unary line of the op table (src/ir/ops.def), named as its
+// primitive: Tensor exp(const Tensor& x), and likewise neg, log, sin, tanh, logistic, sqrt, rsqrt,
+// abs, sign, erf, erf_inv, log1p, expm1, floor, round, logical_not and the rest. The whole list,
+// with each line's comment, is generated into ferry/unary_functions.inc (beside ferry/primitive.h
+// where ferry is installed).
+#define FERRY_UNARY_FUNCTION(id) Tensor id(const Tensor& x);
+#include "ferry/unary_functions.inc"
+#undef FERRY_UNARY_FUNCTION
+// Logical on bool, bitwise on i32 (jax.lax.and_, or_, xor).
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_xor(const Tensor& a, const Tensor& b);

@@ -46,26 +46,10 @@ void init_ops(nb::module_& m) {
       .def_prop_ro("memory_kind", [](T t) { return std::string(memory_kind_name(t.memory_kind())); })
       .def("__repr__", [](T t) { return "Tensor(" + t.type_string() + ")"; });
 
-  // Elementwise, unary.
-  m.def("neg", [](T x) { return neg(x); });
-  m.def("exp", [](T x) { return exp(x); });
-  m.def("log", [](T x) { return log(x); });
-  m.def("sin", [](T x) { return sin(x); });
-  m.def("cos", [](T x) { return cos(x); });
-  m.def("tanh", [](T x) { return tanh(x); });
-  m.def("logistic", [](T x) { return logistic(x); });
-  m.def("sqrt", [](T x) { return sqrt(x); });
-  m.def("rsqrt", [](T x) { return rsqrt(x); });
-  m.def("abs", [](T x) { return abs(x); });
-  m.def("sign", [](T x) { return sign(x); });
-  m.def("erf", [](T x) { return erf(x); });
-  m.def("erf_inv", [](T x) { return erf_inv(x); });
-  m.def("log1p", [](T x) { return log1p(x); });
-  m.def("expm1", [](T x) { return expm1(x); });
-  m.def("floor", [](T x) { return floor(x); });
-  m.def("ceil", [](T x) { return ceil(x); });
-  m.def("round", [](T x) { return round(x); });
-  m.def("logical_not", [](T x) { return logical_not(x); });
+  // Elementwise, unary: one per Unary line of the op table, as in ferry/tensor.h.
+#define FERRY_UNARY_FUNCTION(id) m.def(#id, [](T x) { return id(x); });
+#include "ferry/unary_functions.inc"
+#undef FERRY_UNARY_FUNCTION
   m.def("stop_gradient", [](T x) { return stop_gradient(x); });
 
   // Elementwise, binary (operands of one dtype; rank-0 operands broadcast).

@@ -183,6 +183,7 @@ void register_elementwise(Table& t) {
   put(P::erf_inv, unary_floating_rule);
   put(P::log1p, unary_floating_rule);
   put(P::expm1, unary_floating_rule);
+  put(P::tan, unary_floating_rule);
   put(P::floor, unary_floating_rule);
   put(P::ceil, unary_floating_rule);
   put(P::round, unary_floating_rule);

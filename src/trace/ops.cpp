@@ -84,26 +84,11 @@ Tensor reduce(Primitive p, const Tensor& x, const Axes& axes) {
 
 }  // namespace
 
-Tensor neg(const Tensor& x) { return unary(Primitive::neg, x); }
-Tensor exp(const Tensor& x) { return unary(Primitive::exp, x); }
-Tensor log(const Tensor& x) { return unary(Primitive::log, x); }
-Tensor sin(const Tensor& x) { return unary(Primitive::sin, x); }
-Tensor cos(const Tensor& x) { return unary(Primitive::cos, x); }
-Tensor tanh(const Tensor& x) { return unary(Primitive::tanh, x); }
-Tensor logistic(const Tensor& x) { return unary(Primitive::logistic, x); }
-Tensor sqrt(const Tensor& x) { return unary(Primitive::sqrt, x); }
-Tensor rsqrt(const Tensor& x) { return unary(Primitive::rsqrt, x); }
-Tensor abs(const Tensor& x) { return unary(Primitive::abs, x); }
-Tensor sign(const Tensor& x) { return unary(Primitive::sign, x); }
-
-Tensor erf(const Tensor& x) { return unary(Primitive::erf, x); }
-Tensor erf_inv(const Tensor& x) { return unary(Primitive::erf_inv, x); }
-Tensor log1p(const Tensor& x) { return unary(Primitive::log1p, x); }
-Tensor expm1(const Tensor& x) { return unary(Primitive::expm1, x); }
-Tensor floor(const Tensor& x) { return unary(Primitive::floor, x); }
-Tensor ceil(const Tensor& x) { return unary(Primitive::ceil, x); }
-Tensor round(const Tensor& x) { return unary(Primitive::round, x); }
-Tensor logical_not(const Tensor& x) { return unary(Primitive::logical_not, x); }
+// One function per Unary line of the op table (ferry/tensor.h).
+#define FERRY_UNARY_FUNCTION(id) \
+  Tensor id(const Tensor& x) { return unary(Primitive::id, x); }
+#include "ferry/unary_functions.inc"
+#undef FERRY_UNARY_FUNCTION
 Tensor logical_and(const Tensor& a, const Tensor& b) { return binary(Primitive::logical_and, a, b); }
 Tensor logical_or(const Tensor& a, const Tensor& b) { return binary(Primitive::logical_or, a, b); }
 Tensor logical_xor(const Tensor& a, const Tensor& b) { return binary(Primitive::logical_xor, a, b); }

@@ -1,4 +1,4 @@
-// VJP rules of the primitives models are made of: erf, erf_inv, log1p, expm1, rem, clamp, the
+// VJP rules of the primitives models are made of: erf, erf_inv, log1p, expm1, tan, rem, clamp, the
 // rounding and bit-level ones (zero), reduce_min, argmax/argmin, the cumulative reductions, and
 // gather/scatter_add (each other's transpose). Written with traced operations, so they can be
 // differentiated again.
@@ -27,6 +27,7 @@ Out erf_inv_vjp(const ir::Equation&, Ts, Ts y, Ts g) {
 }
 Out log1p_vjp(const ir::Equation&, Ts x, Ts, Ts g) { return {g[0] / (x[0] + 1.0)}; }
 Out expm1_vjp(const ir::Equation&, Ts, Ts y, Ts g) { return {g[0] * (y[0] + 1.0)}; }
+Out tan_vjp(const ir::Equation&, Ts, Ts y, Ts g) { return {g[0] * (y[0] * y[0] + 1.0)}; }  // 1 + tan^2, as JAX
 
 // rem(a, b) = a - b trunc(a / b): d/da = 1, d/db = -trunc(a / b) (as JAX).
 Out rem_vjp(const ir::Equation&, Ts x, Ts, Ts g) {
@@ -149,6 +150,7 @@ void register_model_vjps(VjpTable& t) {
   set_vjp(t, P::erf_inv, erf_inv_vjp);
   set_vjp(t, P::log1p, log1p_vjp);
   set_vjp(t, P::expm1, expm1_vjp);
+  set_vjp(t, P::tan, tan_vjp);
   set_vjp(t, P::rem, rem_vjp);
   set_vjp(t, P::clamp, clamp_vjp);
   // Piecewise constant, or not on floats at all: zero, as in JAX.

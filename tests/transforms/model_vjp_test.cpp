@@ -38,6 +38,7 @@ TEST(ModelVjp, Elementwise) {
   check([](const Xs& x) { return fy::erf_inv(x[0]); }, {{3, 4}}, -0.9, 0.9);
   check([](const Xs& x) { return fy::log1p(x[0]); }, {{3, 4}}, -0.5, 2.0);
   check([](const Xs& x) { return fy::expm1(x[0]); }, {{3, 4}});
+  check([](const Xs& x) { return fy::tan(x[0]); }, {{3, 4}}, -1.2, 1.2);
   check([](const Xs& x) { return fy::floor(x[0]) + x[0]; }, {{3, 4}}, 0.1, 0.9);
   check([](const Xs& x) { return fy::ceil(x[0]) * x[0] + fy::round(x[0]); }, {{3, 4}}, 0.1, 0.4);
   // rem: a / b in (2, 3), away from the jumps.

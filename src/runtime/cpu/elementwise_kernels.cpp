@@ -14,6 +14,7 @@
 
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/dtype_dispatch.h"
+#include "runtime/cpu/erf_inv.h"
 #include "runtime/cpu/kernel_groups.h"
 #include "runtime/cpu/tiles.h"
 #include "runtime/cpu/vector_math.h"
@@ -101,77 +102,17 @@ inline int32_t int_pow(int32_t a, int32_t b) {
 template <class C> inline C max_nan(C a, C b) { return ((a > b) | (a != a)) ? a : b; }
 template <class C> inline C min_nan(C a, C b) { return ((a < b) | (a != a)) ? a : b; }
 
-// erf_inv: for f32 the polynomial of M. Giles ("Approximating the erfinv function", GPU Gems),
-// the one XLA uses, so results match JAX's closely; f64 refines it with two Newton steps on erf.
-inline float erf_inv_giles(float x) {
-  static constexpr float kSmall[9] = {2.81022636e-08f, 3.43273939e-07f, -3.5233877e-06f, -4.39150654e-06f,
-                                      0.00021858087f,  -0.00125372503f, -0.00417768164f, 0.246640727f,
-                                      1.50140941f};
-  static constexpr float kLarge[9] = {-0.000200214257f, 0.000100950558f, 0.00134934322f, -0.00367342844f,
-                                      0.00573950773f,   -0.0076224613f,  0.00943887047f, 1.00167406f,
-                                      2.83297682f};
-  if (std::fabs(x) == 1.0f) return x * std::numeric_limits<float>::infinity();
-  float w = -std::log1p(-x * x);
-  const bool small = w < 5.0f;
-  const float* c = small ? kSmall : kLarge;
-  w = small ? w - 2.5f : std::sqrt(w) - 3.0f;
-  float p = c[0];
-  for (int i = 1; i < 9; ++i) p = std::fma(p, w, c[i]);  // XLA contracts c + p * w into one multiply-add
-  return p * x;
-}
-inline double erf_inv_of(double x) {
-  if (!(std::fabs(x) < 1.0)) return std::fabs(x) == 1.0 ? x * std::numeric_limits<double>::infinity() : NAN;
-  double y = erf_inv_giles(static_cast<float>(x));
-  for (int i = 0; i < 2; ++i)  // Newton on erf(y) = x: erf'(y) = 2/sqrt(pi) exp(-y^2)
-    y -= (std::erf(y) - x) / (1.1283791670955126 * std::exp(-y * y));
-  return y;
-}
-inline float erf_inv_of(float x) { return erf_inv_giles(x); }
-
-// The transcendental that SLEEF computes for `p`, or false.
-bool vector_fn(Primitive p, vmath::Fn& fn) {
-  using P = Primitive;
-  switch (p) {
-    case P::exp: fn = vmath::Fn::exp; return true;
-    case P::log: fn = vmath::Fn::log; return true;
-    case P::sin: fn = vmath::Fn::sin; return true;
-    case P::cos: fn = vmath::Fn::cos; return true;
-    case P::tanh: fn = vmath::Fn::tanh; return true;
-    case P::logistic: fn = vmath::Fn::logistic; return true;
-    case P::erf: fn = vmath::Fn::erf; return true;
-    case P::log1p: fn = vmath::Fn::log1p; return true;
-    case P::expm1: fn = vmath::Fn::expm1; return true;
-    default: return false;
-  }
-}
-
 template <class T> void unary_float(const ir::Equation& eq, const T* x, T* y, int64_t n) {
   using C = compute_t<T>;
   using P = Primitive;
   if constexpr (std::is_same_v<T, float>) {
     vmath::Fn fn;
-    if (vector_fn(eq.prim, fn)) return vmath::apply(fn, x, y, n);
+    if (vmath::vector_fn(eq.prim, fn)) return vmath::apply(fn, x, y, n);
   }
   switch (eq.prim) {
-    case P::neg: return map1(x, y, n, [](C v) { return -v; });
-    case P::exp: return map1(x, y, n, [](C v) { return std::exp(v); });
-    case P::log: return map1(x, y, n, [](C v) { return std::log(v); });
-    case P::sin: return map1(x, y, n, [](C v) { return std::sin(v); });
-    case P::cos: return map1(x, y, n, [](C v) { return std::cos(v); });
-    case P::tanh: return map1(x, y, n, [](C v) { return std::tanh(v); });
-    case P::logistic: return map1(x, y, n, [](C v) { return C(1) / (C(1) + std::exp(-v)); });
-    case P::sqrt: return map1(x, y, n, [](C v) { return std::sqrt(v); });
-    case P::rsqrt: return map1(x, y, n, [](C v) { return C(1) / std::sqrt(v); });
-    case P::abs: return map1(x, y, n, [](C v) { return std::fabs(v); });
-    // +-0 and NaN are their own sign.
-    case P::sign: return map1(x, y, n, [](C v) { return v > C(0) ? C(1) : v < C(0) ? C(-1) : v; });
-    case P::erf: return map1(x, y, n, [](C v) { return std::erf(v); });
-    case P::erf_inv: return map1(x, y, n, [](C v) { return erf_inv_of(v); });
-    case P::log1p: return map1(x, y, n, [](C v) { return std::log1p(v); });
-    case P::expm1: return map1(x, y, n, [](C v) { return std::expm1(v); });
-    case P::floor: return map1(x, y, n, [](C v) { return std::floor(v); });
-    case P::ceil: return map1(x, y, n, [](C v) { return std::ceil(v); });
-    case P::round: return map1(x, y, n, [](C v) { return std::round(v); });
+#define FERRY_CPU_UNARY(id, scalar) \
+  case P::id: return map1(x, y, n, [](C v) { return scalar; });
+#include "runtime/cpu/unary_math.def"
     default: kernel_bug(eq, "not a unary primitive");
   }
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "runtime/cpu/erf_inv.h"
 #include "runtime/cpu/threefry_block.h"
 #include "runtime/cpu/vector_math.h"
 

@@ -43,19 +43,28 @@ template <class F> void map(const float* x, float* y, int64_t n, F f) {
 
 void apply_sse2(Fn fn, const float* x, float* y, int64_t n) {
   switch (fn) {
-    case Fn::exp: return map(x, y, n, [](__m128 v) { return Sleef_expf4_u10sse2(v); });
-    case Fn::log: return map(x, y, n, [](__m128 v) { return Sleef_logf4_u10sse2(v); });
-    case Fn::sin: return map(x, y, n, [](__m128 v) { return Sleef_sinf4_u10sse2(v); });
-    case Fn::cos: return map(x, y, n, [](__m128 v) { return Sleef_cosf4_u10sse2(v); });
-    case Fn::tanh: return map(x, y, n, [](__m128 v) { return Sleef_tanhf4_u35sse2(v); });
-    case Fn::logistic: return map(x, y, n, logistic4);
-    case Fn::erf: return map(x, y, n, [](__m128 v) { return Sleef_erff4_u10sse2(v); });
-    case Fn::log1p: return map(x, y, n, [](__m128 v) { return Sleef_log1pf4_u10sse2(v); });
-    case Fn::expm1: return map(x, y, n, [](__m128 v) { return Sleef_expm1f4_u10sse2(v); });
+#define FERRY_CPU_UNARY(id, scalar)
+#define FERRY_CPU_UNARY_SLEEF(id, scalar, fn, accuracy) \
+  case Fn::id: return map(x, y, n, [](__m128 v) { return Sleef_##fn##f4_##accuracy##sse2(v); });
+#define FERRY_CPU_UNARY_VECTOR(id, scalar, helper) \
+  case Fn::id: return map(x, y, n, helper##4);
+#include "runtime/cpu/unary_math.def"
   }
 }
 
 }  // namespace
+
+bool vector_fn(Primitive p, Fn& fn) {
+  switch (p) {
+#define FERRY_CPU_UNARY(id, scalar)
+#define FERRY_CPU_UNARY_SLEEF(id, scalar, sleef, accuracy) \
+  case Primitive::id: fn = Fn::id; return true;
+#define FERRY_CPU_UNARY_VECTOR(id, scalar, helper) \
+  case Primitive::id: fn = Fn::id; return true;
+#include "runtime/cpu/unary_math.def"
+    default: return false;
+  }
+}
 
 bool uses_avx2() { return kAvx2; }
 

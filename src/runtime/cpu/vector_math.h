@@ -13,9 +13,29 @@
 
 #include <cstdint>
 
+#include "ferry/primitive.h"
+
 namespace ferry::runtime::cpu::vmath {
 
-enum class Fn : uint8_t { exp, log, sin, cos, tanh, logistic, erf, log1p, expm1 };
+// The functions with a vector form: the SLEEF and VECTOR lines of unary_math.def, named as their
+// primitives.
+enum class Fn : uint8_t {
+#define FERRY_CPU_UNARY(id, scalar)
+#define FERRY_CPU_UNARY_SLEEF(id, scalar, fn, accuracy) id,
+#define FERRY_CPU_UNARY_VECTOR(id, scalar, helper) id,
+#include "runtime/cpu/unary_math.def"
+};
+inline constexpr int kNumFns = 0
+#define FERRY_CPU_UNARY(id, scalar)
+#define FERRY_CPU_UNARY_SLEEF(id, scalar, fn, accuracy) +1
+#define FERRY_CPU_UNARY_VECTOR(id, scalar, helper) +1
+#include "runtime/cpu/unary_math.def"
+    ;
+
+// The vector form of primitive p, if it has one. Out of line (vector_math.cpp): the fused kernels
+// built for other instruction sets call it, and must not lend their copy of an inline one to the
+// baseline build.
+bool vector_fn(Primitive p, Fn& fn);
 
 // y[i] = fn(x[i]) for i in [0, n); y may be x.
 void apply(Fn fn, const float* x, float* y, int64_t n);

@@ -32,15 +32,12 @@ template <class F> void map(const float* x, float* y, int64_t n, F f) {
 
 void apply(Fn fn, const float* x, float* y, int64_t n) {
   switch (fn) {
-    case Fn::exp: return map(x, y, n, [](__m256 v) { return Sleef_expf8_u10avx2(v); });
-    case Fn::log: return map(x, y, n, [](__m256 v) { return Sleef_logf8_u10avx2(v); });
-    case Fn::sin: return map(x, y, n, [](__m256 v) { return Sleef_sinf8_u10avx2(v); });
-    case Fn::cos: return map(x, y, n, [](__m256 v) { return Sleef_cosf8_u10avx2(v); });
-    case Fn::tanh: return map(x, y, n, [](__m256 v) { return Sleef_tanhf8_u35avx2(v); });
-    case Fn::logistic: return map(x, y, n, logistic8);
-    case Fn::erf: return map(x, y, n, [](__m256 v) { return Sleef_erff8_u10avx2(v); });
-    case Fn::log1p: return map(x, y, n, [](__m256 v) { return Sleef_log1pf8_u10avx2(v); });
-    case Fn::expm1: return map(x, y, n, [](__m256 v) { return Sleef_expm1f8_u10avx2(v); });
+#define FERRY_CPU_UNARY(id, scalar)
+#define FERRY_CPU_UNARY_SLEEF(id, scalar, fn, accuracy) \
+  case Fn::id: return map(x, y, n, [](__m256 v) { return Sleef_##fn##f8_##accuracy##avx2(v); });
+#define FERRY_CPU_UNARY_VECTOR(id, scalar, helper) \
+  case Fn::id: return map(x, y, n, helper##8);
+#include "runtime/cpu/unary_math.def"
   }
 }
 

@@ -33,15 +33,12 @@ template <class F> void map(const float* x, float* y, int64_t n, F f) {
 
 void apply(Fn fn, const float* x, float* y, int64_t n) {
   switch (fn) {
-    case Fn::exp: return map(x, y, n, [](__m512 v) { return Sleef_expf16_u10avx512f(v); });
-    case Fn::log: return map(x, y, n, [](__m512 v) { return Sleef_logf16_u10avx512f(v); });
-    case Fn::sin: return map(x, y, n, [](__m512 v) { return Sleef_sinf16_u10avx512f(v); });
-    case Fn::cos: return map(x, y, n, [](__m512 v) { return Sleef_cosf16_u10avx512f(v); });
-    case Fn::tanh: return map(x, y, n, [](__m512 v) { return Sleef_tanhf16_u35avx512f(v); });
-    case Fn::logistic: return map(x, y, n, logistic16);
-    case Fn::erf: return map(x, y, n, [](__m512 v) { return Sleef_erff16_u10avx512f(v); });
-    case Fn::log1p: return map(x, y, n, [](__m512 v) { return Sleef_log1pf16_u10avx512f(v); });
-    case Fn::expm1: return map(x, y, n, [](__m512 v) { return Sleef_expm1f16_u10avx512f(v); });
+#define FERRY_CPU_UNARY(id, scalar)
+#define FERRY_CPU_UNARY_SLEEF(id, scalar, fn, accuracy) \
+  case Fn::id: return map(x, y, n, [](__m512 v) { return Sleef_##fn##f16_##accuracy##avx512f(v); });
+#define FERRY_CPU_UNARY_VECTOR(id, scalar, helper) \
+  case Fn::id: return map(x, y, n, helper##16);
+#include "runtime/cpu/unary_math.def"
   }
 }
 

@@ -32,6 +32,7 @@ template <class C> __device__ C unary_float(Op op, C v) {
     case Op::erf_inv: return erfinv(v);
     case Op::log1p: return log1p(v);
     case Op::expm1: return expm1(v);
+    case Op::tan: return tan(v);
     case Op::floor: return floor(v);
     case Op::ceil: return ceil(v);
     case Op::round: return round(v);  // half away from zero, as std::round
