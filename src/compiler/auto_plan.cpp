@@ -1,5 +1,8 @@
 #include "compiler/auto_plan.h"
 
+#include "compiler/cse.h"
+#include "ir/dce.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -54,7 +57,11 @@ std::shared_ptr<ir::Program> hoist_residual_work(const ir::Program& program) {
   std::vector<int> after(n, -1);  // the equation it moves behind (-1: the program's start)
   for (size_t e = 0; e < n; ++e) {
     const ir::Equation& eq = p.equations[e];
-    if (!eq.automatic || !eq.subprograms.empty()) continue;
+    // A scan or loop moves too where it is forward work recomputed whole (no recomputation inside).
+    if (!eq.automatic) continue;
+    if (std::any_of(eq.subprograms.begin(), eq.subprograms.end(),
+                    [](const auto& body) { return !body || has_remat(*body) || has_automatic(*body); }))
+      continue;
     bool ok = true;
     int last = -1;
     for (ValueId v : eq.inputs) {
@@ -88,6 +95,11 @@ std::shared_ptr<ir::Program> hoist_residual_work(const ir::Program& program) {
     place_moved(e + 1);
   }
   p.equations = std::move(order);
+  // Unmarked, the moved work merges with its duplicates (two cotangent rules that each recomputed
+  // the same comparison, say), as it does in everything_saveable's program; what automatic left to
+  // recompute where a nested checkpoint recomputes it too is recomputed once; what the merges leave
+  // unread goes.
+  if (eliminate_common_subexpressions_merging_automatic(p)) ir::eliminate_dead_code(p);
   return out;
 }
 

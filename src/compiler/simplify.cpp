@@ -68,10 +68,11 @@ class Simplifier {
   }
 
  private:
-  // Where a splat that was not materialized came from, to name its materialization the same way.
+  // Where a splat that was not materialized came from, to mark its materialization the same way
+  // (a recomputation left to the automatic planner stays one).
   struct Origin {
     std::string name;
-    bool rematerialized = false;
+    bool rematerialized = false, automatic = false;
   };
 
   static size_t idx(ValueId v) { return static_cast<size_t>(v); }
@@ -139,6 +140,7 @@ class Simplifier {
     eq.outputs = {v};
     eq.name = origin_[idx(v)].name;
     eq.rematerialized = origin_[idx(v)].rematerialized;
+    eq.automatic = origin_[idx(v)].automatic;
     defined_[idx(v)] = 1;
     p_.equations.push_back(std::move(eq));
   }
@@ -146,7 +148,7 @@ class Simplifier {
   // v, defined by `eq`, is a splat of the scalar s: it is materialized only if a reader needs it.
   void defer(ValueId v, ValueId s, const ir::Equation& eq) {
     splat_[idx(v)] = s;
-    origin_[idx(v)] = {eq.name, eq.rematerialized};
+    origin_[idx(v)] = {eq.name, eq.rematerialized, eq.automatic};
   }
 
   // A rank-0 constant of this value, one per (value, dtype).

@@ -10,6 +10,7 @@
 #include "compiler/prune_scans.h"
 #include "ferry/error.h"
 #include "ir/params_text.h"
+#include "ir/printer.h"
 
 namespace ferry::compiler {
 namespace {
@@ -18,11 +19,30 @@ using ir::ValueId;
 
 size_t idx(ValueId v) { return static_cast<size_t>(v); }
 
-// What an equation computes: its primitive, parameters, name, bodies (the same body objects: a
-// replayed equation shares its original's) and operands.
-std::string key(const ir::Equation& eq, const std::vector<ValueId>& inputs) {
-  std::string k = fmt::format("{}|{}|{}|", static_cast<int>(eq.prim), ir::params_to_string(eq.params), eq.name);
-  for (const auto& body : eq.subprograms) k += fmt::format("{}|", static_cast<const void*>(body.get()));
+// The text of bodies, printed once each: two bodies that print the same compute the same (a pass
+// such as prune_scans gives the forward scan and its whole recomputation equal bodies of their own).
+class BodyTexts {
+ public:
+  const std::string& of(const ir::Program* body) {
+    auto [it, inserted] = text_.try_emplace(body);
+    if (inserted) it->second = ir::print(*body);
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<const ir::Program*, std::string> text_;
+};
+
+// What an equation computes: its primitive, parameters, name, bodies (by their text) and operands.
+// A rank-0 value reshaped and the same value broadcast to that shape are one computation (simplify
+// writes a splat as the broadcast, and may do so in one body and not in the other).
+std::string key(const ir::Program& p, const ir::Equation& eq, const std::vector<ValueId>& inputs, BodyTexts& bodies) {
+  std::string what = fmt::format("{}|{}", static_cast<int>(eq.prim), ir::params_to_string(eq.params));
+  const bool scalar_in = eq.inputs.size() == 1 && p.type(eq.inputs[0]).rank() == 0;
+  const bool splat = scalar_in && (eq.prim == Primitive::reshape || eq.prim == Primitive::broadcast_in_dim);
+  if (splat) what = "splat|" + ir::to_string(p.type(eq.outputs.at(0)));
+  std::string k = fmt::format("{}|{}|", what, eq.name);
+  for (const auto& body : eq.subprograms) k += bodies.of(body.get()) + "|";
   for (ValueId v : inputs) k += fmt::format("{},", v);
   return k;
 }
@@ -33,8 +53,10 @@ std::string key(const ir::Equation& eq, const std::vector<ValueId>& inputs) {
 bool body_matchable(const ir::Equation& eq);
 
 // Matches the automatic equations of `bp` with equations of `fp`. `canon` maps bp's values to the
-// fp values they equal (-1: none); at the top level (fp == bp) every value is itself.
-void match(const ir::Program& fp, const ir::Program& bp, std::vector<ValueId> canon, int pair, Twins& out) {
+// fp values they equal (-1: none); at the top level (fp == bp) every value is itself. Returns that
+// map as matching extends it (a recomputed value to the forward value it equals).
+std::vector<ValueId> match(const ir::Program& fp, const ir::Program& bp, std::vector<ValueId> canon, int pair,
+                           Twins& out) {
   const bool same = &fp == &bp;
   // checkpoint_name is an identity: a name and the value it names are the same value here (a
   // backward body names the stacked slice of a forward value that was named before it was stacked).
@@ -47,11 +69,12 @@ void match(const ir::Program& fp, const ir::Program& bp, std::vector<ValueId> ca
     for (ValueId v : in) k.push_back(unnamed[idx(v)]);
     return k;
   };
+  BodyTexts bodies;
   std::unordered_map<std::string, size_t> table;
   for (size_t e = 0; e < fp.equations.size(); ++e) {
     const ir::Equation& eq = fp.equations[e];
     if (eq.rematerialized || !body_matchable(eq) || eq.outputs.empty()) continue;
-    table.emplace(key(eq, keyed(eq.inputs)), e);
+    table.emplace(key(fp, eq, keyed(eq.inputs), bodies), e);
   }
   const size_t first = out.twins.size();
   // Every equation of bp that computes what an equation of fp computes maps to it (constants a pass
@@ -66,7 +89,7 @@ void match(const ir::Program& fp, const ir::Program& bp, std::vector<ValueId> ca
       in.push_back(canon[idx(v)]);
     }
     if (!known) continue;
-    auto it = table.find(key(eq, keyed(in)));
+    auto it = table.find(key(bp, eq, keyed(in), bodies));
     if (it == table.end() || (same && it->second >= e)) continue;
     const ir::Equation& f = fp.equations[it->second];
     if (f.outputs.size() != eq.outputs.size()) continue;
@@ -86,12 +109,7 @@ void match(const ir::Program& fp, const ir::Program& bp, std::vector<ValueId> ca
       for (ValueId v : bp.equations[e].inputs) needed[idx(v)] = 1;
   for (ValueId v : bp.outputs) needed[idx(v)] = 1;
   for (size_t t = first; t < out.twins.size(); ++t) out.twins[t].candidate = needed[idx(out.twins[t].clone)] != 0;
-}
-
-bool has_remat(const ir::Program& p) {
-  for (const ir::Equation& eq : p.equations)
-    if (eq.rematerialized || (!eq.subprograms.empty() && has_remat(*eq.subprograms[0]))) return true;
-  return false;
+  return canon;
 }
 
 bool body_matchable(const ir::Equation& eq) {
@@ -103,6 +121,12 @@ bool body_matchable(const ir::Equation& eq) {
 }
 
 }  // namespace
+
+bool has_remat(const ir::Program& p) {
+  for (const ir::Equation& eq : p.equations)
+    if (eq.rematerialized || (!eq.subprograms.empty() && has_remat(*eq.subprograms[0]))) return true;
+  return false;
+}
 
 bool has_automatic(const ir::Program& p) {
   for (const ir::Equation& eq : p.equations) {
@@ -126,7 +150,8 @@ Twins find_twins(const ir::Program& p, bool fit_to_limit) {
   Twins out;
   std::vector<ValueId> identity(p.values.size());
   for (size_t v = 0; v < identity.size(); ++v) identity[v] = static_cast<ValueId>(v);
-  match(p, p, identity, -1, out);
+  out.top = match(p, p, identity, -1, out);
+  const std::vector<ValueId>& top = out.top;
 
   std::vector<int> producer(p.values.size(), -1);
   for (size_t e = 0; e < p.equations.size(); ++e)
@@ -140,10 +165,12 @@ Twins find_twins(const ir::Program& p, bool fit_to_limit) {
     const auto& pb = std::get<ir::ScanParams>(sb.params);
     const ir::Program& B = *sb.subprograms[0];
     const size_t ncb = static_cast<size_t>(pb.num_carry), nxb = static_cast<size_t>(pb.num_xs);
-    // The forward scan: it stacked one of this scan's xs, and runs the other way.
+    // The forward scan: it stacked one of this scan's xs, and runs the other way. Operands are
+    // taken as the forward values they equal: where differentiation recomputed the forward scan
+    // whole for this one, its pair is the forward scan, which the recomputation is a twin of.
     int f = -1;
     for (size_t j = ncb; j < ncb + nxb && f < 0; ++j) {
-      int q = producer[idx(sb.inputs[j])];
+      int q = producer[idx(top[idx(sb.inputs[j])])];
       if (q < 0 || p.equations[static_cast<size_t>(q)].prim != Primitive::scan) continue;
       const auto& pf = std::get<ir::ScanParams>(p.equations[static_cast<size_t>(q)].params);
       if (pf.length == pb.length && pf.reverse != pb.reverse) f = q;
@@ -155,7 +182,7 @@ Twins find_twins(const ir::Program& p, bool fit_to_limit) {
     const size_t ncf = static_cast<size_t>(pf.num_carry), nxf = static_cast<size_t>(pf.num_xs);
     std::vector<ValueId> canon(B.values.size(), -1);
     for (size_t j = ncb; j < sb.inputs.size(); ++j) {
-      ValueId o = sb.inputs[j];
+      ValueId o = top[idx(sb.inputs[j])];
       ValueId mapped = -1;
       if (j < ncb + nxb) {
         for (size_t k = ncf; k < sf.outputs.size() && mapped < 0; ++k)
@@ -175,13 +202,13 @@ Twins find_twins(const ir::Program& p, bool fit_to_limit) {
     // Stacked residuals: device results of the forward scan that only this scan reads, as xs.
     std::vector<int> uses(p.values.size(), 0);
     for (const ir::Equation& eq : p.equations)
-      for (ValueId v : eq.inputs) ++uses[idx(v)];
-    for (ValueId v : p.outputs) uses[idx(v)] += 1000;  // returned: not a residual
+      for (ValueId v : eq.inputs) ++uses[idx(top[idx(v)])];
+    for (ValueId v : p.outputs) uses[idx(top[idx(v)])] += 1000;  // returned: not a residual
     for (size_t k = ncf; k < sf.outputs.size(); ++k) {
       ValueId s = sf.outputs[k];
       if (p.type(s).kind != MemoryKind::device) continue;
       int as_xs = 0;
-      for (size_t j = ncb; j < ncb + nxb; ++j) as_xs += sb.inputs[j] == s;
+      for (size_t j = ncb; j < ncb + nxb; ++j) as_xs += top[idx(sb.inputs[j])] == s;
       if (as_xs == 0 || as_xs != uses[idx(s)]) continue;
       Twin t;
       t.pair = pair;
@@ -195,6 +222,11 @@ Twins find_twins(const ir::Program& p, bool fit_to_limit) {
 }
 
 namespace {
+
+// The forward value v equals (v itself where it is one).
+ValueId forward_value(const Twins& twins, ValueId v) {
+  return idx(v) < twins.top.size() ? twins.top[idx(v)] : v;
+}
 
 // Follows renames to the value that stands for v.
 ValueId resolve(const std::vector<ValueId>& ren, ValueId v) {
@@ -354,7 +386,9 @@ std::shared_ptr<ir::Program> apply_twin_choices(const ir::Program& program, cons
         F->outputs[k] = h;
         p.values[idx(s)].kind = host;
         for (size_t j = 0; j < sb.inputs.size(); ++j) {
-          if (sb.inputs[j] != s) continue;
+          // The operand may be a whole recomputation's result equal to s: it reads s, on the host.
+          if (forward_value(twins, sb.inputs[j]) != s) continue;
+          sb.inputs[j] = s;
           ValueId in = B->inputs[j];
           ValueId dev = B->add_value(B->type(in));
           B->values[idx(in)].kind = host;

@@ -52,6 +52,9 @@ Twin split_entry(ir::ValueId v, size_t producer, std::vector<ir::ValueId> late_r
 struct Twins {
   std::vector<ScanPair> pairs;
   std::vector<Twin> twins;
+  // Per top-level value: the forward value it equals (itself unless it is a recomputation with a
+  // twin). A backward scan may read a whole recomputation of its forward scan's results.
+  std::vector<ir::ValueId> top;
   bool empty() const { return twins.empty(); }
 };
 
@@ -62,6 +65,8 @@ Twins find_twins(const ir::Program& program, bool fit_to_limit = false);
 
 // Whether the program or a body in it has automatic equations.
 bool has_automatic(const ir::Program& program);
+// Whether any equation of `program` (or of its first bodies) is a recomputation.
+bool has_remat(const ir::Program& program);
 
 enum class TwinChoice : uint8_t { save, offload, recompute };
 
