@@ -36,4 +36,8 @@ std::string memory_html(const std::vector<MemoryPagePlan>& plans, const MemoryPa
 void save_memory_html(const std::vector<MemoryPagePlan>& plans, const std::string& path,
                       const MemoryPageOptions& options = {});
 
+// INVALID_ARGUMENT unless a page could be written at `path` now: its folder exists and takes a new
+// file, and the path is not a folder. A long job (training, many compiles) checks before it starts.
+void check_memory_html_path(const std::string& path);
+
 }  // namespace ferry

@@ -126,7 +126,10 @@ MemoryStats Compiled::memory_analysis() const { return compiler::memory_stats(*i
 std::string Compiled::memory_report() const { return compiler::memory_report(*impl_->program, *impl_->plan); }
 
 std::string Compiled::memory_html() const {
-  driver::PagePlan page{.title = impl_->program->name, .program = impl_->program.get(), .plan = impl_->plan.get()};
+  driver::PagePlan page;
+  page.title = impl_->program->name;
+  page.program = impl_->program.get();
+  page.plan = impl_->plan.get();
   {
     std::lock_guard<std::mutex> lock(impl_->stats_mutex);
     page.trace_json = impl_->last_trace;

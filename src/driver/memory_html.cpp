@@ -7,6 +7,7 @@
 #include "driver/memory_page.h"
 #include "ferry/error.h"
 #include "ferry/explain.h"
+#include "io/atomic_file.h"
 
 namespace ferry {
 
@@ -15,7 +16,9 @@ std::string memory_html(const std::vector<MemoryPagePlan>& plans, const MemoryPa
   std::vector<driver::PagePlan> pages;
   for (size_t i = 0; i < plans.size(); ++i) {
     const MemoryPagePlan& p = plans[i];
-    driver::PagePlan page{.title = p.title, .refused = p.refused};
+    driver::PagePlan page;
+    page.title = p.title;
+    page.refused = p.refused;
     if (p.compiled) {
       const detail::CompiledImpl& impl = p.compiled->impl();
       page.program = impl.program.get();
@@ -39,11 +42,19 @@ void save_memory_html(const std::vector<MemoryPagePlan>& plans, const std::strin
   driver::save_memory_page(memory_html(plans, options), path);
 }
 
+void check_memory_html_path(const std::string& path) {
+  io::check_writable(path, "the memory page");
+}
+
 std::string explain_html(const std::vector<ExplainRow>& rows, int64_t device_memory_limit) {
   std::vector<MemoryPagePlan> plans;
   for (const ExplainRow& r : rows)
     plans.push_back({.title = r.policy, .compiled = r.compiled, .refused = r.compiled ? "" : "refused: " + r.error});
   return memory_html(plans, {.title = "ferry explain: one step under each policy", .device_memory_limit = device_memory_limit});
+}
+
+void save_explain_html(const std::vector<ExplainRow>& rows, int64_t device_memory_limit, const std::string& path) {
+  driver::save_memory_page(explain_html(rows, device_memory_limit), path);
 }
 
 }  // namespace ferry

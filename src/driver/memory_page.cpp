@@ -30,7 +30,8 @@ using compiler::MemoryPlan;
 enum Category : int {
   kArgument,    // a program input (parameters, data)
   kOutput,      // an output's own allocation
-  kSaved,       // a residual the backward pass reads, kept on the device
+  kSaved,       // a residual the backward pass reads, kept on the device: computed from the inputs
+                // before the backward pass begins and live when it does
   kOffloaded,   // a residual in host memory, or fetched back from it
   kRecomputed,  // made again by the backward pass (an equation marked !remat)
   kBody,        // a scan or checkpoint body's region, or a scan's carry buffer
@@ -78,6 +79,13 @@ class Facts {
       }
       for (ir::ValueId v : p.equations[e].outputs) number_[static_cast<size_t>(v)] = next++;
     }
+    from_inputs_.assign(p.values.size(), 0);
+    for (ir::ValueId v : p.inputs) from_inputs_[static_cast<size_t>(v)] = 1;
+    for (const ir::Equation& eq : p.equations) {
+      char any = 0;
+      for (ir::ValueId v : eq.inputs) any = static_cast<char>(any | from_inputs_[static_cast<size_t>(v)]);
+      for (ir::ValueId v : eq.outputs) from_inputs_[static_cast<size_t>(v)] = any;
+    }
     // Where the backward pass begins: its first equation that recomputes or fetches back a forward
     // value (marked !remat, itself or inside its body). A program with no such mark (no checkpoint,
     // or everything saved) is taken to turn at its device peak, where the residuals are all live.
@@ -94,6 +102,9 @@ class Facts {
   }
 
   int producer(ir::ValueId v) const { return prod_[static_cast<size_t>(v)]; }
+  // Whether v is computed from the program's inputs: a residual is, the cotangent seed (ones) and
+  // other constants are not.
+  bool from_inputs(ir::ValueId v) const { return from_inputs_[static_cast<size_t>(v)] != 0; }
   const std::vector<int>& producers() const { return prod_; }
   const std::vector<int>& readers(ir::ValueId v) const { return readers_[static_cast<size_t>(v)]; }
   int turn() const { return turn_; }
@@ -125,6 +136,7 @@ class Facts {
   std::vector<int> prod_;
   std::vector<std::vector<int>> readers_;  // per value: the equations that read it, in order
   std::vector<int> number_;                // per value: its number in as_text()
+  std::vector<char> from_inputs_;          // per value: computed from the program's inputs
   int turn_ = 0;
 };
 
@@ -169,7 +181,7 @@ Category category_of(const ir::Program& p, const Facts& f, const Buffer& b, ir::
     }
   }
   if (remat) return kRecomputed;
-  if (from < f.turn() && f.turn() <= to) return kSaved;
+  if (from < f.turn() && f.turn() <= to && f.from_inputs(v)) return kSaved;
   return kTemporary;
 }
 
@@ -373,8 +385,9 @@ json measured_json(const std::string& trace) {
       } else {
         const std::string name = e.value("name", "");
         const double bytes = e.contains("args") ? e["args"].value("bytes", 0.0) : 0.0;
-        // Copies are named "<from> -> <to>" (or by what the scan runner streams: "... to host").
-        const bool to_dev = name.size() >= 6 && name.compare(name.size() - 6, 6, "device") == 0;
+        // Copies are named "<from> -> <to>", or "scan: host -> device (prefetch)" by the scan runner.
+        const size_t arrow = name.find("-> ");
+        const bool to_dev = arrow != std::string::npos && name.compare(arrow + 3, 6, "device") == 0;
         (to_dev ? to_device : to_host).push_back({ts, end, bytes});
       }
     } else if (ph == "C") {

@@ -477,7 +477,8 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
   function peakBars() {
     const box = el("div", { class: "peak-bars" });
     const canvas = el("canvas");
-    box.append(el("h3", { text: "Peaks by plan" + (DATA.limit > 0 ? " (red: the device limit)" : "") }), el("div", { class: "chart" }, canvas));
+    box.append(el("h3", { text: "Peaks by plan" + (DATA.limit > 0 ? " (dashed: the device limit; a red bar is over it)" : "") }),
+               el("div", { class: "chart" }, canvas));
     box.draw = function () {
       const cssW = Math.max(300, box.clientWidth || 800), rowH = 22, labelW = Math.min(360, cssW * 0.34);
       const height = plans.length * rowH + 22;
@@ -492,7 +493,7 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
         g.fillText(P.title.length > 48 ? P.title.slice(0, 47) + "\u2026" : P.title, labelW - 8, yy + rowH / 2);
         if (!md) { g.fillStyle = "#c62828"; g.textAlign = "left"; g.fillText("refused", labelW, yy + rowH / 2); return; }
         const d = md[0].peak, h = md[1].peak;
-        g.fillStyle = DATA.limit > 0 && d > DATA.limit ? "#e8833a" : "#4f6d8f";
+        g.fillStyle = DATA.limit > 0 && d > DATA.limit ? "#c62828" : "#4f6d8f";
         g.fillRect(labelW, yy + 4, d / scaleD * barW, rowH - 8);
         g.fillStyle = "#2a9d5c";
         g.fillRect(labelW + barW + 60, yy + 4, h / scaleH * barW, rowH - 8);
