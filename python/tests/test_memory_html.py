@@ -7,6 +7,7 @@ import json
 import re
 
 import jax
+import jax.ad_checkpoint
 import jax.numpy as jnp
 import numpy as np
 import pytest

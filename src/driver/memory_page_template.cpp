@@ -10,7 +10,8 @@
 //   table.peak-list (data-lane="device" or "host"): one row per buffer live at that peak, with
 //                  data-buffer (its index in the plan's buffers; -1 for an argument or output),
 //                  data-role, data-category, data-bytes, data-type, data-kind, data-primitive,
-//                  data-source; an aggregate of small buffers has data-group and data-count.
+//                  data-source; an aggregate of small buffers has data-group and data-count; past
+//                  the largest 250, one row (data-role "rest", data-count) sums the others.
 #include "driver/memory_page.h"
 
 namespace ferry::driver {
@@ -104,7 +105,7 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
   const SLACK = 9;
   const LANES = ["device", "host"];
   const COPY_COLORS = ["#2a9d5c", "#17b3cf"];  // to host, to device
-  const MAX_ROWS = 2000;
+  const MAX_ROWS = 250;
 
   function human(b) {
     if (b < 1024) return b + " B";
@@ -217,8 +218,10 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
   }
 
   // Draws one lane's stack; returns what hovering and clicking need.
-  function drawLane(view, lane, P, scale, height, limit) {
-    const canvas = view.canvas, cssW = Math.max(200, view.wrap.clientWidth || 800);
+  // Widths are read from the layout once, before anything is drawn: reading one after a canvas
+  // changed size makes the browser lay the whole page out again (slow with a long table).
+  function drawLane(view, lane, P, scale, height, limit, cssW) {
+    const canvas = view.canvas;
     const plotW = Math.max(50, Math.floor(cssW - AXIS_W - 8));
     const g = setupCanvas(canvas, cssW, height);
     const plotH = height - PAD_T - PAD_B;
@@ -240,15 +243,27 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
         g.fillText(human(v), AXIS_W - 4, yy);
       }
     }
-    // The stack: runs of one colour within a column are one rectangle.
+    // The stack: runs of one colour within a column are one rectangle. Columns come in order of
+    // position, so the items live at each are kept by a sweep (added at their start, dropped once
+    // past their end) rather than found among all of them every time.
     const lines = [];
+    const byStart = lane.items.map(function (it, k) { return k; }).sort(function (a, b) { return lane.items[a].start - lane.items[b].start; });
+    let active = [], next = 0;
     for (const s of segs) {
+      while (next < byStart.length && lane.items[byStart[next]].start <= s.t) {
+        const k = byStart[next++];
+        let lo = 0, hi = active.length;
+        while (lo < hi) { const mid = (lo + hi) >> 1; if (active[mid] < k) lo = mid + 1; else hi = mid; }
+        active.splice(lo, 0, k);
+      }
+      active = active.filter(function (k) { return lane.items[k].end >= s.t; });
       const x0 = AXIS_W + s.x0, w = Math.max(1, s.x1 - s.x0);
       let base = 0, runStart = 0, runColor = null;
-      for (const it of lane.items) {
+      for (const k of active) {
+        const it = lane.items[k];
         const v = valueAt(it, s.t);
         if (!(v > 0)) continue;
-        const color = CATS[catAt(it, s.t)].color;
+        const color = it.kind === "buffer" && it.b.p.length === 1 ? CATS[it.b.p[0][1]].color : CATS[catAt(it, s.t)].color;
         if (color !== runColor) {
           if (runColor !== null) { g.fillStyle = runColor; g.fillRect(x0, y(base), w, y(runStart) - y(base)); }
           runColor = color; runStart = base;
@@ -291,11 +306,10 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
     }
     g.strokeStyle = "#aab3bd";
     g.strokeRect(AXIS_W + 0.5, PAD_T + 0.5, plotW - 1, plotH - 1);
-    return { segs: segs, plotW: plotW, plotH: plotH, y: y, scale: scale, height: height };
+    return { segs: segs, plotW: plotW, plotH: plotH, y: y, scale: scale, height: height, cssW: cssW };
   }
 
-  function drawCopies(view, P, lane, plotW) {
-    const cssW = Math.max(200, view.wrap.clientWidth || 800);
+  function drawCopies(view, P, lane, plotW, cssW) {
     const rowH = 11, height = rowH * 2 + 4;
     const g = setupCanvas(view.canvas, cssW, height);
     g.font = "10px system-ui, sans-serif"; g.fillStyle = "#5f6b78"; g.textAlign = "right"; g.textBaseline = "middle";
@@ -381,8 +395,7 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
 
   // Outlines an item wherever it is drawn.
   function highlight(view, lane, drawn, target) {
-    const o = view.overlay, cssW = Math.max(200, view.wrap.clientWidth || 800);
-    const g = setupCanvas(o, cssW, drawn.height);
+    const g = setupCanvas(view.overlay, drawn.cssW, drawn.height);
     if (!target) return;
     g.fillStyle = "rgba(29,35,43,0.85)";
     for (const s of drawn.segs) {
@@ -442,11 +455,8 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
     const table = el("table", { class: "peak-list", "data-lane": LANES[m], "data-peak-position": String(t) });
     table.append(el("tr", {}, el("th", { text: "what" }), el("th", { text: "buffer" }), el("th", { text: "type" }),
       el("th", { text: "kind" }), el("th", { text: "primitive" }), el("th", { text: "source" }), el("th", { text: "bytes" })));
-    let shown = 0, rest = 0, restBytes = 0;
-    for (const x of live) {
+    const row = function (x) {
       const it = x.it;
-      if (shown >= MAX_ROWS) { rest++; restBytes += x.v; continue; }
-      shown++;
       const cat = catAt(it, t);
       const attrs = { "data-bytes": String(x.v), "data-category": CATS[cat].name };
       let cells;
@@ -466,10 +476,25 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
       cells.forEach(function (c, i) { tr.append(el("td", i === 1 ? { class: "mono", text: c } : { text: c })); });
       tr.append(el("td", { class: "num", text: human(x.v) }));
       tr.onclick = function () { onPick(it, t); };
+      return tr;
+    };
+    // Thousands of rows would take the browser most of a second to lay out: the largest are shown,
+    // the rest summed in one row (data-role "rest") until asked for.
+    for (const x of live.slice(0, MAX_ROWS)) table.append(row(x));
+    if (live.length > MAX_ROWS) {
+      const rest = live.slice(MAX_ROWS);
+      const bytes = rest.reduce(function (a, x) { return a + x.v; }, 0);
+      const button = el("button", { text: "show all " + live.length });
+      const tr = el("tr", { "data-role": "rest", "data-bytes": String(bytes), "data-count": String(rest.length) },
+                    el("td", { colspan: "6", class: "muted" }, "... and " + rest.length + " smaller ", button),
+                    el("td", { class: "num", text: human(bytes) }));
+      button.onclick = function (ev) {
+        ev.stopPropagation();
+        for (const x of rest) table.append(row(x));
+        tr.remove();
+      };
       table.append(tr);
     }
-    if (rest) table.append(el("tr", {}, el("td", { colspan: "6", class: "muted", text: "... and " + rest + " smaller" }),
-                                         el("td", { class: "num", text: human(restBytes) })));
     return table;
   }
 
@@ -479,8 +504,8 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
     const canvas = el("canvas");
     box.append(el("h3", { text: "Peaks by plan" + (DATA.limit > 0 ? " (dashed: the device limit; a red bar is over it)" : "") }),
                el("div", { class: "chart" }, canvas));
-    box.draw = function () {
-      const cssW = Math.max(300, box.clientWidth || 800), rowH = 22, labelW = Math.min(360, cssW * 0.34);
+    box.draw = function (width) {
+      const cssW = Math.max(300, width || 800), rowH = 22, labelW = Math.min(360, cssW * 0.34);
       const height = plans.length * rowH + 22;
       const g = setupCanvas(canvas, cssW, height);
       const barW = (cssW - labelW - 120) / 2, scaleD = scales[0] || 1, scaleH = scales[1] || 1;
@@ -510,12 +535,10 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
     return box;
   }
 
-  function drawMeasured(P, box) {
+  function drawMeasured(P, box, cssW) {
     const M = P.measured;
-    box.append(el("h3", { text: "Measured: the last recorded run (" + M.ms.toFixed(2) + " ms), beside the plan" }));
-    const canvas = el("canvas");
-    box.append(el("div", { class: "chart" }, canvas));
-    const cssW = Math.max(200, box.clientWidth || 800), plotW = Math.max(50, cssW - AXIS_W - 8);
+    const canvas = box.querySelector("canvas");
+    const plotW = Math.max(50, cssW - AXIS_W - 8);
     const kinds = Object.keys(M.live);
     const rowH = 11, liveH = 90, height = rowH * 3 + 10 + (kinds.length ? liveH + PAD_T : 0);
     const g = setupCanvas(canvas, cssW, height);
@@ -616,20 +639,30 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
                     peakTable(P, host, 1, pick(1)));
     section.append(tables);
     const measured = P.measured ? el("div", { class: "measured" }) : null;
-    if (measured) section.append(measured);
+    if (measured) {
+      measured.append(el("h3", { text: "Measured: the last recorded run (" + P.measured.ms.toFixed(2) + " ms), beside the plan" }),
+                      el("div", { class: "chart" }, el("canvas")));
+      section.append(measured);
+    }
     return { P: P, model: model, views: views, measured: measured };
   });
 
-  if (compare) document.querySelector(".peak-bars").draw();
+  const barsWidth = compare ? document.querySelector(".peak-bars").clientWidth : 0;
+  built.forEach(function (B) {
+    if (!B) return;
+    B.width = Math.max(200, B.views[0].wrap.clientWidth || 800);
+    if (B.measured) B.measuredWidth = Math.max(200, B.measured.clientWidth || 800);
+  });
+  if (compare) document.querySelector(".peak-bars").draw(barsWidth);
   built.forEach(function (B) {
     if (!B) return;
     const P = B.P, model = B.model, views = B.views;
     const heights = compare ? [170, 80] : [300, 150];
-    views[0].drawn = drawLane(views[0], model[0], P, scales[0], heights[0], DATA.limit);
-    views[1].drawn = drawLane(views[1], model[1], P, scales[1] > 0 ? scales[1] : 1, heights[1], 0);
+    views[0].drawn = drawLane(views[0], model[0], P, scales[0], heights[0], DATA.limit, B.width);
+    views[1].drawn = drawLane(views[1], model[1], P, scales[1] > 0 ? scales[1] : 1, heights[1], 0, B.width);
     for (const m of [0, 1]) highlight(views[m], model[m], views[m].drawn, null);
     const copyView = views[2];
-    const copies = drawCopies(copyView, P, model[0], views[0].drawn.plotW);
+    const copies = drawCopies(copyView, P, model[0], views[0].drawn.plotW, B.width);
     [0, 1].forEach(function (m) {
       const v = views[m];
       v.canvas.addEventListener("mousemove", function (ev) {
@@ -654,7 +687,7 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
                   eqText(P, c[4]) + (c[1] !== c[0] ? "; done at " + eqText(P, c[1]) : ""));
     });
     copyView.canvas.addEventListener("mouseleave", hideTip);
-    if (B.measured) drawMeasured(P, B.measured);
+    if (B.measured) drawMeasured(P, B.measured, B.measuredWidth);
   });
 
   document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") detail.hidden = true; });

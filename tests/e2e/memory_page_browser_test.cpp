@@ -182,7 +182,7 @@ void expect_table_is_the_plans(const fy::Compiled& c, const Attributes& table, c
   for (const Row& r : rows(body)) {
     total += bytes_of(r);
     const std::string role = r.attrs.count("data-role") ? r.attrs.at("data-role") : "";
-    if (role == "aggregate") {
+    if (role == "aggregate" || role == "rest") {
       aggregated += bytes_of(r);
       continue;
     }
