@@ -322,6 +322,13 @@ json copies_json(const ir::Program& p, const Facts& f) {
       out.push_back(json::array({e, done, p.type(v).size_bytes(), dir, e, 1}));
       continue;
     }
+    if (eq.prim == Primitive::device_put && eq.inputs.size() == 1 && eq.outputs.size() == 1 &&
+        lane_of(p.type(eq.inputs[0]).kind) != lane_of(p.type(eq.outputs[0]).kind)) {
+      // A copy the compiler left synchronous: it starts and ends with its equation.
+      const int dir = p.type(eq.outputs[0]).kind == MemoryKind::device ? 1 : 0;
+      out.push_back(json::array({e, e, p.type(eq.outputs[0]).size_bytes(), dir, e, 1}));
+      continue;
+    }
     if (eq.prim == ir::op::fused) continue;
     std::array<int64_t, 2> bytes{}, count{};
     int64_t times = 1;
@@ -584,7 +591,8 @@ std::string memory_page(const std::vector<PagePlan>& plans, const PageOptions& o
 }
 
 void save_memory_page(const std::string& html, const std::string& path) {
-  if (path.empty()) throw Error(ErrorCode::invalid_argument, "memory page: the path to write it to is empty");
+  // Says what is wrong with the path ("the folder ... does not exist", "it is a folder").
+  io::check_writable(path, "the memory page");
   io::AtomicFile file(path, "the memory page");
   file.write(html.data(), html.size());
   file.commit();

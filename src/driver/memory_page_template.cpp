@@ -372,7 +372,14 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
   }
   function hideTip() { tooltip.hidden = true; }
   function eqText(P, e) { return P.eqs[String(e)] || ("equation " + e); }
-  function placeText(P, t) { return t >= P.n ? "at the end of the program" : "while " + eqText(P, t).split(" ")[0] + " runs (" + eqText(P, t) + ")"; }
+  // "%17 = tanh", "%3, ... = scan": an equation named as memory_report names it, without its operands.
+  function eqLabel(P, e) {
+    const text = eqText(P, e), at = text.indexOf(" = ");
+    if (at < 0) return text;
+    const outs = text.slice(0, at).split(", "), prim = text.slice(at + 3).split(/[\[{ ]/)[0];
+    return outs[0] + (outs.length > 1 ? ", ..." : "") + " = " + prim;
+  }
+  function placeText(P, t) { return t >= P.n ? "at the end of the program" : "while " + eqLabel(P, t) + " runs"; }
 
   // The item under a point of a lane's chart.
   function itemAt(lane, drawn, ev, canvas) {
@@ -414,10 +421,8 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
     }
   }
 
-  let selected = null;
   function select(P, model, views, m, it, t) {
     for (const k of [0, 1]) if (views[k]) highlight(views[k], model[k], views[k].drawn, k === m ? it : null);
-    selected = it;
     detail.replaceChildren();
     if (!it) { detail.hidden = true; return; }
     detail.append(el("button", { class: "close", title: "close", text: "\u00d7" }));
@@ -647,22 +652,33 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
     return { P: P, model: model, views: views, measured: measured };
   });
 
-  const barsWidth = compare ? document.querySelector(".peak-bars").clientWidth : 0;
+  function drawAll() {
+    const bars = compare ? document.querySelector(".peak-bars") : null;
+    const barsWidth = bars ? bars.clientWidth : 0;
+    built.forEach(function (B) {
+      if (!B) return;
+      B.width = Math.max(200, B.views[0].wrap.clientWidth || 800);
+      if (B.measured) B.measuredWidth = Math.max(200, B.measured.clientWidth || 800);
+    });
+    if (bars) bars.draw(barsWidth);
+    built.forEach(function (B) {
+      if (!B) return;
+      const P = B.P, model = B.model, views = B.views;
+      const heights = compare ? [170, 80] : [300, 150];
+      views[0].drawn = drawLane(views[0], model[0], P, scales[0], heights[0], DATA.limit, B.width);
+      views[1].drawn = drawLane(views[1], model[1], P, scales[1] > 0 ? scales[1] : 1, heights[1], 0, B.width);
+      for (const m of [0, 1]) highlight(views[m], model[m], views[m].drawn, null);
+      B.copies = drawCopies(views[2], P, model[0], views[0].drawn.plotW, B.width);
+      if (B.measured) drawMeasured(P, B.measured, B.measuredWidth);
+    });
+  }
+  drawAll();
+
+  // Hovering and clicking read what the last drawing made (drawAll runs again when the window's
+  // width changes, e.g. a notebook's output area).
   built.forEach(function (B) {
     if (!B) return;
-    B.width = Math.max(200, B.views[0].wrap.clientWidth || 800);
-    if (B.measured) B.measuredWidth = Math.max(200, B.measured.clientWidth || 800);
-  });
-  if (compare) document.querySelector(".peak-bars").draw(barsWidth);
-  built.forEach(function (B) {
-    if (!B) return;
-    const P = B.P, model = B.model, views = B.views;
-    const heights = compare ? [170, 80] : [300, 150];
-    views[0].drawn = drawLane(views[0], model[0], P, scales[0], heights[0], DATA.limit, B.width);
-    views[1].drawn = drawLane(views[1], model[1], P, scales[1] > 0 ? scales[1] : 1, heights[1], 0, B.width);
-    for (const m of [0, 1]) highlight(views[m], model[m], views[m].drawn, null);
-    const copyView = views[2];
-    const copies = drawCopies(copyView, P, model[0], views[0].drawn.plotW, B.width);
+    const P = B.P, model = B.model, views = B.views, copyView = views[2];
     [0, 1].forEach(function (m) {
       const v = views[m];
       v.canvas.addEventListener("mousemove", function (ev) {
@@ -679,15 +695,21 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
     });
     copyView.canvas.addEventListener("mousemove", function (ev) {
       const r = copyView.canvas.getBoundingClientRect(), x = ev.clientX - r.left, yy = ev.clientY - r.top;
-      const row = yy < 2 + copies.rowH ? 0 : 1;
-      const bar = copies.bars.find(function (b) { return b.row === row && x >= b.x0 && x <= b.x1; });
+      const row = yy < 2 + B.copies.rowH ? 0 : 1;
+      const bar = B.copies.bars.find(function (b) { return b.row === row && x >= b.x0 && x <= b.x1; });
       if (!bar) { hideTip(); return; }
       const c = bar.c;
       showTip(ev, (c[3] ? "to device: " : "to host: ") + human(c[2]) + (c[5] > 1 ? " in " + c[5] + " copies inside " : ", started by ") +
                   eqText(P, c[4]) + (c[1] !== c[0] ? "; done at " + eqText(P, c[1]) : ""));
     });
     copyView.canvas.addEventListener("mouseleave", hideTip);
-    if (B.measured) drawMeasured(P, B.measured, B.measuredWidth);
+  });
+  let lastWidth = window.innerWidth, pending = 0;
+  window.addEventListener("resize", function () {
+    if (window.innerWidth === lastWidth) return;
+    lastWidth = window.innerWidth;
+    clearTimeout(pending);
+    pending = setTimeout(drawAll, 150);
   });
 
   document.addEventListener("keydown", function (ev) { if (ev.key === "Escape") detail.hidden = true; });
