@@ -7,6 +7,9 @@
 //                  data-host-peak-bytes (the first plan's maxima of the stacks drawn), data-plans
 //   section.plan:  the same peaks for each plan, data-plan-peak-bytes (the plan's own figure),
 //                  data-peak-position (the schedule position of the device peak)
+//   aside#detail:  the selected buffer (a click, or the link page.html#plan=0&buffer=12): data-plan,
+//                  data-buffer, and lists ul[data-list="made-by"] and ul[data-list="read-by"] whose
+//                  items carry data-equation (the equation's position in the schedule)
 //   table.peak-list (data-lane="device" or "host"): one row per buffer live at that peak, with
 //                  data-buffer (its index in the plan's buffers; -1 for an argument or output),
 //                  data-role, data-category, data-bytes, data-type, data-kind, data-primitive,
@@ -425,6 +428,8 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
     for (const k of [0, 1]) if (views[k]) highlight(views[k], model[k], views[k].drawn, k === m ? it : null);
     detail.replaceChildren();
     if (!it) { detail.hidden = true; return; }
+    detail.setAttribute("data-plan", P.title);
+    detail.setAttribute("data-buffer", it.kind === "buffer" ? String(it.b.i) : "-1");
     detail.append(el("button", { class: "close", title: "close", text: "\u00d7" }));
     detail.querySelector(".close").onclick = function () { select(P, model, views, m, null, 0); };
     detail.append(el("h2", { text: describe(it, t) }));
@@ -439,16 +444,16 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
       for (const ph of b.p) ul.append(el("li", { text: "from position " + ph[0] + ": " + CATS[ph[1]].label + ", " + ph[2] }));
       detail.append(ul);
     }
-    const list = function (title, eqs, more) {
+    const list = function (title, name, eqs, more) {
       detail.append(el("h3", { text: title }));
-      const ul = el("ul", { class: "mono" });
+      const ul = el("ul", { class: "mono", "data-list": name });
       if (!eqs.length) ul.append(el("li", { class: "muted", text: "none" }));
-      for (const e of eqs) ul.append(el("li", { text: "[" + e + "] " + eqText(P, e) }));
+      for (const e of eqs) ul.append(el("li", { "data-equation": String(e), text: "position " + e + ": " + eqText(P, e) }));
       if (more > 0) ul.append(el("li", { class: "muted", text: "... and " + more + " more" }));
       detail.append(ul);
     };
-    list(b.role.indexOf("argument") === 0 ? "Made by: the caller (a program argument)" : "Made by", b.mk, 0);
-    list("Read by", b.rd, b.nr - b.rd.length);
+    list(b.role.indexOf("argument") === 0 ? "Made by: the caller (a program argument)" : "Made by", "made-by", b.mk, 0);
+    list("Read by", "read-by", b.rd, b.nr - b.rd.length);
     detail.hidden = false;
   }
 
@@ -704,6 +709,18 @@ const char* const kMemoryPageTemplate = R"FERRYPAGE(<!DOCTYPE html>
     });
     copyView.canvas.addEventListener("mouseleave", hideTip);
   });
+  // A link to a buffer: page.html#buffer=12 (the plan's buffer 12) or #plan=1&buffer=12 selects it
+  // as a click would.
+  const wanted = new URLSearchParams(location.hash.slice(1));
+  if (wanted.has("buffer")) {
+    const B = built[Number(wanted.get("plan") || 0)];
+    const index = Number(wanted.get("buffer"));
+    for (const m of B ? [0, 1] : []) {
+      const it = B.model[m].items.find(function (x) { return x.kind === "buffer" && x.b.i === index; });
+      if (it) { select(B.P, B.model, B.views, m, it, it.start); break; }
+    }
+  }
+
   let lastWidth = window.innerWidth, pending = 0;
   window.addEventListener("resize", function () {
     if (window.innerWidth === lastWidth) return;

@@ -58,6 +58,7 @@ struct Page {
   std::string name;
   std::string html;
   int width = 1300, height = 1000;
+  std::string fragment = "";  // after '#' in the URL
 };
 
 // Opens the pages at once (one Chromium each, so that they load side by side) and returns the DOM
@@ -73,7 +74,7 @@ std::vector<std::string> open_in_chromium(const std::string& chromium, const std
     const std::string command = "timeout 120 '" + chromium + "' --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
                                 "--no-first-run --hide-scrollbars --user-data-dir='" + profile.string() + "' --window-size=" +
                                 std::to_string(p.width) + "," + std::to_string(p.height) + " --screenshot='" + png.string() +
-                                "' --dump-dom 'file://" + fs::absolute(html).string() + "' 2>/dev/null";
+                                "' --dump-dom 'file://" + fs::absolute(html).string() + (p.fragment.empty() ? "" : "#" + p.fragment) + "' 2>/dev/null";
     running.push_back(popen(command.c_str(), "r"));
   }
   std::vector<std::string> doms;
@@ -287,12 +288,50 @@ TEST_F(MemoryPageInChromium, FirstReport) {
   }
 }
 
-// The second report: per-step offload inside a differentiated scan.
+// The equations the detail of a selected buffer lists as making and reading it: the producers and
+// readers of the values the plan put in that buffer.
+void expect_detail_is_the_buffers(const std::string& dom, const fy::Compiled& c, int index) {
+  const auto& program = program_of(c);
+  const auto& b = plan_of(c).buffers[static_cast<size_t>(index)];
+  const std::vector<int> producers = fy::compiler::producers(program);
+  std::set<std::string> made, read;
+  for (fy::ir::ValueId v : b.values) {
+    made.insert(std::to_string(producers[static_cast<size_t>(v)]));
+    for (size_t e = 0; e < program.equations.size(); ++e)
+      for (fy::ir::ValueId in : program.equations[e].inputs)
+        if (in == v) read.insert(std::to_string(e));
+  }
+  const size_t at = dom.find("<aside id=\"detail\"");
+  ASSERT_NE(at, std::string::npos);
+  const std::string aside = dom.substr(at, dom.find("</aside>", at) - at);
+  const Attributes attrs = attributes(aside.substr(0, aside.find('>')));
+  EXPECT_EQ(attrs.count("hidden"), 0u) << "nothing is selected";
+  EXPECT_EQ(attrs.count("data-buffer") ? attrs.at("data-buffer") : "", std::to_string(index));
+  auto listed = [&](const std::string& name) {
+    std::set<std::string> out;
+    for (const auto& [ul, items] : tags(aside, "<ul class=\"mono\" data-list=\"" + name + "\"", "</ul>"))
+      for (const auto& li : tags(items, "<li data-equation", "</li>")) out.insert(attributes(li.first).at("data-equation"));
+    return out;
+  };
+  EXPECT_EQ(listed("made-by"), made);
+  EXPECT_EQ(listed("read-by"), read);
+}
+
+// The second report: per-step offload inside a differentiated scan; and a link to its offloaded
+// residual (the host buffer) opens with that buffer selected, as a click would.
 TEST_F(MemoryPageInChromium, SecondReport) {
   fy::Compiled c = fy::testing::second_report(true).compile();
-  const std::vector<Page> pages{{"second_report", c.memory_html(), 1300, 1100}};
+  int host_buffer = -1;
+  for (size_t i = 0; i < plan_of(c).buffers.size(); ++i)
+    if (plan_of(c).buffers[i].kind != fy::MemoryKind::device && !plan_of(c).buffers[i].values.empty())
+      host_buffer = static_cast<int>(i);
+  ASSERT_GE(host_buffer, 0);
+  const std::string html = c.memory_html();
+  const std::vector<Page> pages{{"second_report", html, 1300, 1100},
+                                {"second_report_selected", html, 1300, 1100, "buffer=" + std::to_string(host_buffer)}};
   const std::vector<std::string> doms = open_in_chromium(*chromium_, pages);
   expect_page_is_the_plans(doms[0], {c}, artifacts() / (pages[0].name + ".png"));
+  expect_detail_is_the_buffers(doms[1], c, host_buffer);
 }
 
 }  // namespace
