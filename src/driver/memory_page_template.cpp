@@ -12,9 +12,12 @@
 //                  items carry data-equation (the equation's position in the schedule)
 //   table.peak-list (data-lane="device" or "host"): one row per buffer live at that peak, with
 //                  data-buffer (its index in the plan's buffers; -1 for an argument or output),
-//                  data-role, data-category, data-bytes, data-type, data-kind, data-primitive,
-//                  data-source; an aggregate of small buffers has data-group and data-count; past
-//                  the largest 250, one row (data-role "rest", data-count) sums the others.
+//                  data-role ("argument 3", "output 0", "arena" for a buffer of values, "body",
+//                  "carry", "workspace", "stream"), data-category, data-bytes, data-type,
+//                  data-kind, data-primitive, data-source; the arena's slack is a row with
+//                  data-role "slack"; an aggregate of small buffers has data-role "aggregate",
+//                  data-group and data-count; past the largest 250, one row (data-role "rest",
+//                  data-count) sums the others. The rows' data-bytes add up to the peak.
 #include "driver/memory_page.h"
 
 namespace ferry::driver {
