@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 
 packages=(g++ cmake ninja-build libopenblas-dev libfmt-dev libcli11-dev nlohmann-json3-dev
           libgtest-dev libgmock-dev libbenchmark-dev coinor-libcbc-dev pkg-config
-          libsleef-dev libdnnl-dev libopenmpi-dev openmpi-bin python3-venv python3-dev)
+          libsleef-dev libdnnl-dev libopenmpi-dev openmpi-bin python3-venv python3-dev
+          chromium)  # headless, for the test that opens the memory pages in a browser
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

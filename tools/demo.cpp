@@ -16,6 +16,7 @@
 #include "ferry/calibrate.h"
 #include "ferry/explain.h"
 #include "ferry/machine.h"
+#include "ferry/memory_html.h"
 #include "ferry/safetensors.h"
 #include "training.h"
 
@@ -39,12 +40,20 @@ void progress(int step, int steps, float loss, bool tty) {
   std::fflush(stdout);
 }
 
+// The trace of the demo's last step, beside its memory page: page.html -> page.trace.json.
+std::string trace_path(const std::string& html_path) {
+  const std::string ext = ".html";
+  const bool html = html_path.size() > ext.size() && html_path.compare(html_path.size() - ext.size(), ext.size(), ext) == 0;
+  return (html ? html_path.substr(0, html_path.size() - ext.size()) : html_path) + ".trace.json";
+}
+
 }  // namespace
 
 int run_demo(const DemoOptions& options) {
   // Before any work: a --save that cannot be written would otherwise fail after the last step and
   // lose the training.
   if (!options.save_path.empty()) check_save_path(options.save_path);
+  if (!options.html_path.empty()) check_memory_html_path(options.html_path);
   const fm::GptConfig c{.vocab = 32, .d_model = 128, .heads = 4, .seq = 64, .batch = 8, .layers = 4};
   fmt::print("ferry demo: a GPT learns to copy\n");
   fmt::print("machine: {}\n", ferry::machine_info().summary());
@@ -104,7 +113,9 @@ int run_demo(const DemoOptions& options) {
     // Batches by the global step, so a resumed run sees what an uninterrupted one would have.
     auto [tk, tg] = fm::copy_task_batch(c, static_cast<uint32_t>(done + step + 1));
     auto step_start = std::chrono::steady_clock::now();
-    float loss = trainer.train(tk, tg);
+    // The last step is recorded, for the page to show what the run did beside what the plan said.
+    const bool traced = !options.html_path.empty() && step + 1 == options.steps;
+    float loss = trainer.train(tk, tg, traced ? trace_path(options.html_path) : "");
     step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
     if (options.print_losses) fmt::print("loss at step {}: {:.9g}\n", done + step + 1, loss);
     if (step == 0) first = loss;
@@ -123,6 +134,12 @@ int run_demo(const DemoOptions& options) {
              mib(stats.host_high_water_bytes), mib(stats.bytes_to_host));
   fmt::print("step time: estimated {:.1f} ms, measured {:.1f} ms (mean of {} steps, batches made between them)\n",
              automatic.estimated_seconds * 1e3, step_seconds / options.steps * 1e3, options.steps);
+  if (!options.html_path.empty()) {
+    trainer.step.save_memory_html(options.html_path);
+    fmt::print("the plan of the step it trained with (automatic), drawn, with its last step measured beside it: {} "
+               "(open it in a browser; the step's Chrome trace: {})\n",
+               options.html_path, trace_path(options.html_path));
+  }
   if (!options.save_path.empty()) {
     trainer.save(options.save_path, done + options.steps);
     fmt::print("saved the model and its Adam state after step {} to {} (safetensors; ferry demo --resume {} "

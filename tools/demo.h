@@ -15,6 +15,9 @@ struct DemoOptions {
   // policy table is skipped; the batches are the ones the uninterrupted run would have seen).
   std::string resume_path;
   bool print_losses = false;  // every step's loss, exactly, one line each (to compare runs)
+  // Where the page drawing the plan of the step it trains with goes (Compiled::save_memory_html),
+  // its last step's timeline beside it; the timeline's Chrome trace goes beside the page. "": neither.
+  std::string html_path = "ferry-demo-memory.html";
 };
 
 int run_demo(const DemoOptions& options);

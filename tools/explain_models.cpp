@@ -5,6 +5,7 @@
 #include "ferry/calibrate.h"
 #include "ferry/error.h"
 #include "ferry/explain.h"
+#include "ferry/memory_html.h"
 #include "training.h"
 
 namespace ferry::tools {
@@ -59,7 +60,14 @@ int run_explain(const ExplainOptions& options) {
     source = "measured now: no folder to cache them in";  // calibrated_options measured without caching
   }
   fmt::print("{} ({})\n\n", rates_line(compile), source);
-  fmt::print("{}", format_explain(explain(lower, compile, extra), options.limit));
+  // Before the work: a page that cannot be written would otherwise fail after every compile.
+  if (!options.html.empty()) check_memory_html_path(options.html);
+  const std::vector<ExplainRow> rows = explain(lower, compile, extra);
+  fmt::print("{}", format_explain(rows, options.limit));
+  if (!options.html.empty()) {
+    save_explain_html(rows, options.limit, options.html);
+    fmt::print("the plans drawn on one page: {}\n", options.html);
+  }
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // The ferry command: `ferry demo` traces, lowers, compiles and runs a built-in model and trains it
 // for a few steps; `ferry explain` compares checkpoint policies on a built-in model before anything
-// runs; `ferry calibrate` measures the cost model's rates; `ferry check` and `ferry run` read IR text.
+// runs (--html draws their plans on one page); `ferry memory` prints an IR program's plan (--html
+// draws it); `ferry calibrate` measures the cost model's rates; `ferry check` and `ferry run` read IR text.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -127,10 +128,15 @@ fy::CompileOptions compile_options(const std::string& flag_limit, const std::str
   return options;
 }
 
-// The compiled program first: the report names its equations by the %ids printed there.
-int memory(const std::string& path, const std::string& limit, const std::string& backend) {
+// The compiled program first: the report names its equations by the %ids printed there. With
+// --html, the plan drawn as a page (Compiled::save_memory_html) too.
+int memory(const std::string& path, const std::string& limit, const std::string& backend, const std::string& html) {
   fy::Compiled compiled = fy::parse_program(read_file(path)).compile(compile_options(limit, backend));
   fmt::print("== the compiled program ==\n{}\n{}", compiled.as_text(), compiled.memory_report());
+  if (!html.empty()) {
+    compiled.save_memory_html(html);
+    fmt::print("the memory page: {}\n", html);
+  }
   return 0;
 }
 
@@ -178,6 +184,8 @@ int main(int argc, char** argv) {
                        "where to save the trained model and optimizer state (safetensors; \"\" to skip)");
   demo_cmd->add_option("--resume", demo_options.resume_path, "continue training from a checkpoint --save wrote");
   demo_cmd->add_flag("--print-losses", demo_options.print_losses, "print every step's loss exactly");
+  demo_cmd->add_option("--html", demo_options.html_path,
+                       "where to write the page that draws the trained step's memory plan (\"\" to skip)");
   app.add_subcommand("mlp", "trace, print, compile, run and train a small MLP");
   app.add_subcommand("info", "the processor, its instruction sets, and the kernel path ferry chose for it");
   std::string path;
@@ -188,6 +196,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("file", path, "IR text file (a regular file of at most 256 MiB)")->required();
   auto* memory_cmd = app.add_subcommand("memory", "compile IR text and print its memory plan");
   memory_cmd->add_option("file", path, "IR text file (a regular file of at most 256 MiB)")->required();
+  std::string html;
+  memory_cmd->add_option("--html", html, "also write the plan drawn as a self-contained HTML page to this file");
   std::string backend = "cpu";
   for (auto* cmd : {run_cmd, memory_cmd}) {
     cmd->add_option("--device-memory-limit", limit,
@@ -203,6 +213,8 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("model", explain_options.model, "gpt or scan_mlp")->required();
   explain_cmd->add_option("--limit", explain_limit, "device memory limit in bytes, e.g. 67108864 or 64MiB (0: none)");
   explain_cmd->add_flag("--small", explain_options.small, "a small configuration of the model");
+  explain_cmd->add_option("--html", explain_options.html,
+                          "also write every policy's plan as one HTML page (small multiples on one scale) to this file");
   int calibrate_repeats = 5;
   auto* calibrate_cmd =
       app.add_subcommand("calibrate", "measure this machine's rates for the cost model and cache them");
@@ -224,7 +236,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("info")) return info();
     if (app.got_subcommand("check")) return check(path);
     if (app.got_subcommand("run")) return run(path, limit, backend);
-    if (app.got_subcommand("memory")) return memory(path, limit, backend);
+    if (app.got_subcommand("memory")) return memory(path, limit, backend, html);
   } catch (const fy::Error& e) {
     fmt::print(stderr, "ferry: {}\n", e.what());
     return 1;

@@ -61,14 +61,14 @@ GptTrainer::GptTrainer(const GptConfig& c, Compiled compiled, uint32_t seed)
   }
 }
 
-float GptTrainer::train(const Array& tokens, const Array& targets) {
+float GptTrainer::train(const Array& tokens, const Array& targets, const std::string& trace_path) {
   std::vector<Array> args = params;
   args.insert(args.end(), m.begin(), m.end());
   args.insert(args.end(), v.begin(), v.end());
   args.push_back(count);
   args.push_back(tokens);
   args.push_back(targets);
-  std::vector<Array> out = step.run(args);
+  std::vector<Array> out = trace_path.empty() ? step.run(args) : step.run_traced(args, trace_path);
   const size_t n = params.size();
   params.assign(out.begin() + 1, out.begin() + 1 + static_cast<std::ptrdiff_t>(n));
   m.assign(out.begin() + 1 + static_cast<std::ptrdiff_t>(n), out.begin() + 1 + static_cast<std::ptrdiff_t>(2 * n));

@@ -40,7 +40,9 @@ struct GptTrainer {
   std::vector<Array> params, m, v;
   Array count;
   GptTrainer(const GptConfig& c, Compiled compiled, uint32_t seed);
-  float train(const Array& tokens, const Array& targets);  // returns the loss before the update
+  // Returns the loss before the update. With a trace_path, the step also writes its timeline there
+  // (Compiled::run_traced), which the step's memory page then shows beside the plan.
+  float train(const Array& tokens, const Array& targets, const std::string& trace_path = "");
   // A safetensors checkpoint of the run after `steps` updates: "params.<name>", "adam.m.<name>",
   // "adam.v.<name>" (gpt_param_names()), "adam.count", and the step and configuration as metadata.
   void save(const std::string& path, int steps) const;

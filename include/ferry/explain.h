@@ -60,6 +60,12 @@ std::vector<ExplainRow> explain(const LowerUnderPolicy& lower, const CompileOpti
 ExplainRow explain_policy(const LowerUnderPolicy& lower, const std::string& name, const std::optional<Policy>& policy,
                           const CompileOptions& options);
 
+// The rows' plans on one memory page (ferry/memory_html.h) as small multiples on one scale, with
+// the limit drawn; a refused row shows its message in its place.
+std::string explain_html(const std::vector<ExplainRow>& rows, int64_t device_memory_limit);
+// explain_html() written to path (atomically); INVALID_ARGUMENT when it cannot be written there.
+void save_explain_html(const std::vector<ExplainRow>& rows, int64_t device_memory_limit, const std::string& path);
+
 // The rows as a text table (KiB or MiB, MFLOP, ms), then the fastest estimated plan that fits.
 std::string format_explain(const std::vector<ExplainRow>& rows, int64_t device_memory_limit);
 

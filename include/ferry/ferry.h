@@ -15,6 +15,7 @@
 #include "ferry/gather.h"
 #include "ferry/jit.h"
 #include "ferry/machine.h"
+#include "ferry/memory_html.h"
 #include "ferry/nn.h"
 #include "ferry/optim.h"
 #include "ferry/primitive.h"

@@ -81,7 +81,7 @@ class Compiled {
   }
   std::vector<Array> run(const std::vector<Array>& flat_args) const;
   // run(), also writing a Chrome/Perfetto trace of it (compute and copy lanes, live bytes per
-  // memory kind) to trace_path.
+  // memory kind) to trace_path. The program keeps the last such run for memory_html().
   std::vector<Array> run_traced(const std::vector<Array>& flat_args, const std::string& trace_path) const;
   // The program that runs, after the compiler's passes.
   std::string as_text() const;
@@ -89,6 +89,16 @@ class Compiled {
   MemoryStats memory_analysis() const;
   // memory_analysis() in words, with the largest buffers live at the device peak.
   std::string memory_report() const;
+  // The plan drawn: one self-contained HTML page (no server, no network) with device and host
+  // memory over the schedule as stacked live ranges coloured by what each buffer is (argument,
+  // saved / offloaded / recomputed residual, workspace, output, transfer in flight), the peak and
+  // the buffers live at it, the copies each way, and the last run_traced() run's timeline beside
+  // the plan. Hovering a range names its buffer; clicking it lists the equations that make and
+  // read it. The page's body carries the peak it drew as data-peak-bytes, which is
+  // memory_analysis().peak_memory_in_bytes. Several programs on one page: ferry/memory_html.h.
+  std::string memory_html() const;
+  // memory_html() written to path (atomically); INVALID_ARGUMENT when it cannot be written there.
+  void save_memory_html(const std::string& path) const;
   CostStats cost_analysis() const;
   // What the most recent run measured (zeros before the first run).
   ExecutionStats execution_stats() const;
@@ -101,6 +111,7 @@ class Compiled {
   // programs parsed from text.
   std::shared_ptr<const detail::TreeDef> input_structure() const;
   std::shared_ptr<const detail::TreeDef> output_structure() const;
+  const detail::CompiledImpl& impl() const { return *impl_; }
 
  private:
   void check_arguments(const detail::TreeDef& arguments) const;

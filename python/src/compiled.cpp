@@ -1,11 +1,12 @@
 // Tracing a Python function into a Program, and what a Python user inspects of it: Lowered
 // (as_text, warnings, compile), Compiled (as_text, memory_analysis, cost_analysis,
-// execution_stats, warnings, memory_report), the saved-residuals report and the per-policy
-// explain table.
+// execution_stats, warnings, memory_report, memory_html), the saved-residuals report, the
+// per-policy explain table and pages of several plans.
 #include <optional>
 
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -39,6 +40,30 @@ CompileOptions options(int64_t device_memory_limit, bool fit_to_limit, const std
   o.backend = backend;
   o.checked = checked;
   return o;
+}
+
+// A page as a notebook shows it inline: in an iframe of its own (srcdoc), so that its script and
+// styles see only the page, not the notebook around it nor another page beside it.
+std::string inline_page(const std::string& page) {
+  std::string escaped;
+  escaped.reserve(page.size() + page.size() / 8);
+  for (char c : page) {
+    switch (c) {
+      case '&': escaped += "&amp;"; break;
+      case '"': escaped += "&quot;"; break;
+      case '<': escaped += "&lt;"; break;
+      case '>': escaped += "&gt;"; break;
+      default: escaped += c;
+    }
+  }
+  return "<iframe title=\"ferry memory plan\" style=\"width:100%;height:760px;border:1px solid #d9dee4\" "
+         "sandbox=\"allow-scripts\" srcdoc=\"" + escaped + "\"></iframe>";
+}
+
+std::vector<MemoryPagePlan> page_plans(const std::vector<std::pair<std::string, Compiled>>& plans) {
+  std::vector<MemoryPagePlan> out;
+  for (const auto& [title, compiled] : plans) out.push_back({.title = title, .compiled = compiled, .refused = ""});
+  return out;
 }
 
 nb::list spec_list(const std::vector<ShapeDtype>& specs) {
@@ -101,6 +126,11 @@ void init_compiled(nb::module_& m) {
       .def("as_text", &Compiled::as_text)
       .def("memory_analysis", &Compiled::memory_analysis)
       .def("memory_report", &Compiled::memory_report)
+      .def("memory_html", &Compiled::memory_html,
+           "The plan drawn as one self-contained HTML page (device and host memory over the schedule, the peak and "
+           "the buffers live at it, the copies, the last traced run)")
+      .def("save_memory_html", &Compiled::save_memory_html, nb::arg("path"))
+      .def("_repr_html_", [](const Compiled& c) { return inline_page(c.memory_html()); })
       .def("cost_analysis", &Compiled::cost_analysis)
       .def("execution_stats", &Compiled::execution_stats)
       .def("warnings", &Compiled::warnings)
@@ -119,6 +149,21 @@ void init_compiled(nb::module_& m) {
           nb::arg("device_memory_limit") = 0, nb::arg("fit_to_limit") = false, nb::arg("backend") = "cpu",
           nb::arg("checked") = false);
   m.def("parse_program", &parse_program);
+  m.def(
+      "memory_html",
+      [](const std::vector<std::pair<std::string, Compiled>>& plans, int64_t device_memory_limit, const std::string& title) {
+        return memory_html(page_plans(plans), {.title = title, .device_memory_limit = device_memory_limit});
+      },
+      nb::arg("plans"), nb::arg("device_memory_limit") = 0, nb::arg("title") = "ferry memory plans",
+      "Several compiled programs, given as (title, Compiled) pairs, on one page as small multiples on one scale");
+  m.def(
+      "save_memory_html",
+      [](const std::vector<std::pair<std::string, Compiled>>& plans, const std::string& path, int64_t device_memory_limit,
+         const std::string& title) {
+        save_memory_html(page_plans(plans), path, {.title = title, .device_memory_limit = device_memory_limit});
+      },
+      nb::arg("plans"), nb::arg("path"), nb::arg("device_memory_limit") = 0, nb::arg("title") = "ferry memory plans");
+  m.def("inline_page", &inline_page, nb::arg("page"), "A page wrapped for a notebook's HTML output (an iframe)");
 
   // Traces fn(list of input Tensors) -> list of output Tensors into a program.
   m.def(

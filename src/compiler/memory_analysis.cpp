@@ -13,7 +13,8 @@ namespace {
 
 bool is_host(MemoryKind k) { return k != MemoryKind::device; }
 
-// Which equation defines each value (-1: an input).
+}  // namespace
+
 std::vector<int> producers(const ir::Program& p) {
   std::vector<int> out(p.values.size(), -1);
   for (size_t e = 0; e < p.equations.size(); ++e)
@@ -21,8 +22,6 @@ std::vector<int> producers(const ir::Program& p) {
   return out;
 }
 
-// A buffer as it is at position t: the value it holds then (an in-place chain holds several).
-// Equations are named as as_text() prints them ("%17 = tanh").
 std::string describe(const ir::Program& p, const Buffer& b, const std::vector<int>& prod, int t) {
   auto label = [&](int e) { return ir::equation_label(p, static_cast<size_t>(e)); };
   if (b.body_of >= 0)
@@ -47,6 +46,8 @@ std::string describe(const ir::Program& p, const Buffer& b, const std::vector<in
   return fmt::format("{} {}, {}{}", what, human_bytes(b.size), label(e), source);
 }
 
+namespace {
+
 // Where the device peak is: before the equation at that position, or at the end.
 std::string peak_place(const ir::Program& p, const MemoryPlan& plan) {
   size_t t = static_cast<size_t>(plan.peak_position[kind_index(MemoryKind::device)]);
@@ -54,7 +55,8 @@ std::string peak_place(const ir::Program& p, const MemoryPlan& plan) {
   return "while " + ir::equation_label(p, t) + " runs";
 }
 
-// Buffers of `kind` live at its peak position, largest first.
+}  // namespace
+
 std::vector<const Buffer*> live_at_peak(const MemoryPlan& plan, MemoryKind kind) {
   int t = plan.peak_position[kind_index(kind)];
   std::vector<const Buffer*> live;
@@ -63,6 +65,8 @@ std::vector<const Buffer*> live_at_peak(const MemoryPlan& plan, MemoryKind kind)
   std::stable_sort(live.begin(), live.end(), [](const Buffer* a, const Buffer* b) { return a->size > b->size; });
   return live;
 }
+
+namespace {
 
 std::string largest_at_peak(const ir::Program& p, const MemoryPlan& plan, size_t max_buffers, const std::string& sep) {
   std::vector<int> prod = producers(p);

@@ -12,6 +12,7 @@
 #include "ir/printer.h"
 #include "prims/verify.h"
 #include "driver/jit_counters.h"
+#include "driver/memory_page.h"
 #include "driver/lowered.h"
 #include "trace/tracer.h"
 #include "transforms/unused_names.h"
@@ -108,11 +109,13 @@ std::vector<Array> Compiled::run_traced(const std::vector<Array>& flat_args, con
   runtime::Timeline timeline;
   ExecutionStats stats;
   std::vector<Array> out = impl_->executable->run(flat_args, stats, *impl_->copies, &timeline);
+  std::string trace = timeline.to_json();
   std::ofstream file(trace_path, std::ios::binary);
-  file << timeline.to_json();
+  file << trace;
   if (!file) throw Error(ErrorCode::invalid_argument, fmt::format("cannot write the trace to {}", trace_path));
   std::lock_guard<std::mutex> lock(impl_->stats_mutex);
   impl_->last_stats = stats;
+  impl_->last_trace = std::move(trace);
   return out;
 }
 
@@ -121,6 +124,21 @@ CostStats Compiled::cost_analysis() const { return compiler::cost_stats(*impl_->
 MemoryStats Compiled::memory_analysis() const { return compiler::memory_stats(*impl_->program, *impl_->plan); }
 
 std::string Compiled::memory_report() const { return compiler::memory_report(*impl_->program, *impl_->plan); }
+
+std::string Compiled::memory_html() const {
+  driver::PagePlan page;
+  page.title = impl_->program->name;
+  page.program = impl_->program.get();
+  page.plan = impl_->plan.get();
+  {
+    std::lock_guard<std::mutex> lock(impl_->stats_mutex);
+    page.trace_json = impl_->last_trace;
+  }
+  return driver::memory_page({page}, {.title = fmt::format("ferry memory plan: {}", impl_->program->name),
+                                      .device_memory_limit = impl_->options.device_memory_limit});
+}
+
+void Compiled::save_memory_html(const std::string& path) const { driver::save_memory_page(memory_html(), path); }
 
 std::vector<std::string> Compiled::warnings() const { return impl_->warnings; }
 

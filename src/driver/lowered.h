@@ -43,6 +43,7 @@ struct CompiledImpl {
   std::shared_ptr<const TreeDef> input_structure, output_structure;  // the Lowered program's
   mutable std::mutex stats_mutex;
   mutable ExecutionStats last_stats;
+  mutable std::string last_trace;  // the last run_traced() run's Chrome trace, for memory_html()
   // Its own copy engine (on the CPU a thread): copies overlap with compute.
   std::unique_ptr<runtime::CopyEngine> copies;
 };

@@ -12,6 +12,8 @@
   checkpoint partitioning and planner; each jax.checkpoint policy is called per equation as JAX
   calls it). Outside, they are JAX's.
 - ferry.jax.automatic: a jax.checkpoint policy that lets ferry's planner choose.
+- compiled.memory_html() draws a compiled program's memory plan as a page (inline in a notebook);
+  ferry.jax.memory_html({"saved": a, "offloaded": b}) draws several on one scale.
 """
 from ferry._errors import Error
 from ferry.jax import _control, _rules  # noqa: F401  (they register the converter rules)
@@ -19,10 +21,11 @@ from ferry.jax._ad import grad, value_and_grad, vjp
 from ferry.jax._interpreter import RULES
 from ferry.jax._jit import Compiled, Jitted, Lowered, jit
 from ferry.jax._policies import automatic
-from ferry.jax._tools import explain, print_saved_residuals, saved_residuals
+from ferry.jax._tools import explain, memory_html, print_saved_residuals, save_memory_html, saved_residuals
 
 __all__ = ["jit", "grad", "value_and_grad", "vjp", "automatic", "Compiled", "Lowered", "Jitted", "Error",
-           "saved_residuals", "print_saved_residuals", "explain", "converted_primitives"]
+           "saved_residuals", "print_saved_residuals", "explain", "memory_html", "save_memory_html",
+           "converted_primitives"]
 
 
 def converted_primitives():

@@ -120,6 +120,20 @@ class Compiled:
     def memory_report(self):
         return self._compiled.memory_report()
 
+    def memory_html(self):
+        """The plan drawn as one self-contained HTML page: device and host memory over the schedule
+        as stacked live ranges coloured by what each buffer is, the peak and the buffers live at it,
+        the copies each way, and the last run_traced() run beside the plan."""
+        return self._compiled.memory_html()
+
+    def save_memory_html(self, path):
+        """memory_html() written to path."""
+        self._compiled.save_memory_html(str(path))
+
+    def _repr_html_(self):
+        # A notebook shows the page inline, in an iframe of its own.
+        return F.inline_page(self._compiled.memory_html())
+
     def cost_analysis(self):
         """The work by ferry's cost model: a dict that also reads as attributes."""
         c = self._compiled.cost_analysis()

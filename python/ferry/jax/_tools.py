@@ -46,3 +46,23 @@ def explain(fun, *args, device_memory_limit=0, fit_to_limit=False, **kwargs):
         return lowered
 
     return F.explain(lower, int(device_memory_limit), bool(fit_to_limit))
+
+
+def _page_plans(plans):
+    items = plans.items() if isinstance(plans, dict) else plans
+    out = []
+    for title, compiled in items:
+        out.append((str(title), getattr(compiled, "_compiled", compiled)))
+    return out
+
+
+def memory_html(plans, device_memory_limit=0, title="ferry memory plans"):
+    """Several compiled programs on one page, as small multiples on one scale: plans is a dict (or a
+    list of pairs) from a title (e.g. the policy's name) to a compiled program (ferry.jax.jit's
+    .lower(...).compile()). The limit, when given, is drawn across the device charts."""
+    return F.memory_html(_page_plans(plans), int(device_memory_limit), str(title))
+
+
+def save_memory_html(plans, path, device_memory_limit=0, title="ferry memory plans"):
+    """memory_html() written to path."""
+    F.save_memory_html(_page_plans(plans), str(path), int(device_memory_limit), str(title))
