@@ -7,7 +7,11 @@
 // The peak is computed before the rows run, and printed with how it was found:
 //   peak = threads x clock x lanes x 2 x FMA pipes
 // - clock: measured on every thread at once, from a chain of dependent integer adds (one cycle
-//   each on every x86 core since the Pentium 4);
+//   each on every x86 core since the Pentium 4) interleaved with independent FMAs at the path's
+//   width (half the FMA rate, on other ports than the adds'). Cores lower their clock while wide
+//   vector units are busy (Intel's AVX-512 licence levels), so a chain of adds alone reads a clock
+//   that a matrix product never runs at: on an Emerald Rapids VM it read 2.78 GHz while the FMA
+//   loop then ran at 1.57-1.90 FMAs per such cycle on two pipes. The header prints both clocks;
 // - lanes: the f32 lanes of the chosen path's vectors (dot_path.h: 16 for AVX-512, 8 for AVX2);
 // - 2: an FMA is a multiply and an add;
 // - FMA pipes: the FMAs a core starts per cycle at that width, measured with 12 independent FMA
@@ -49,14 +53,34 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 // Cycles of a chain of dependent register-to-register adds: one cycle each (an add of an immediate
-// could be folded away by the renamer on recent cores; one of a register cannot).
-double clock_hz_on_this_thread() {
+// could be folded away by the renamer on recent cores; one of a register cannot). With `lanes` of
+// 8 or 16, every 8 adds run beside 4 independent FMAs at that width, so the core runs at the clock
+// its vector units allow (see the header); with 4, the adds run alone.
+double clock_hz_on_this_thread(int lanes) {
   constexpr int64_t kAdds = 80'000'000;
   uint64_t x = 0, one = 1;
   const auto t0 = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < kAdds / 8; ++i)
-    asm volatile("add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
-                 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0" : "+r"(x) : "r"(one));
+#define FERRY_ADDS8 "add %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\tadd %1, %0\n\t"
+#define FERRY_FMA4(R)                                                                               \
+  "vfmadd231ps %%" R "5, %%" R "6, %%" R "1\n\tvfmadd231ps %%" R "5, %%" R "6, %%" R "2\n\t"     \
+  "vfmadd231ps %%" R "5, %%" R "6, %%" R "3\n\tvfmadd231ps %%" R "5, %%" R "6, %%" R "4\n\t"
+#define FERRY_ZERO6(R, X)                                                                           \
+  X " %%" R "1, %%" R "1, %%" R "1\n\tvmovaps %%" R "1, %%" R "2\n\tvmovaps %%" R "1, %%" R "3\n\t" \
+  "vmovaps %%" R "1, %%" R "4\n\tvmovaps %%" R "1, %%" R "5\n\tvmovaps %%" R "1, %%" R "6\n\t"
+  if (lanes == 16) {
+    for (int64_t i = 0; i < kAdds / 8 / 64; ++i)
+      asm volatile(FERRY_ZERO6("zmm", "vpxord") ".rept 64\n\t" FERRY_ADDS8 FERRY_FMA4("zmm") ".endr\n\tvzeroupper"
+                   : "+r"(x) : "r"(one) : "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6");
+  } else if (lanes == 8) {
+    for (int64_t i = 0; i < kAdds / 8 / 64; ++i)
+      asm volatile(FERRY_ZERO6("ymm", "vxorps") ".rept 64\n\t" FERRY_ADDS8 FERRY_FMA4("ymm") ".endr\n\tvzeroupper"
+                   : "+r"(x) : "r"(one) : "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6");
+  } else {
+    for (int64_t i = 0; i < kAdds / 8; ++i) asm volatile(FERRY_ADDS8 : "+r"(x) : "r"(one));
+  }
+#undef FERRY_ADDS8
+#undef FERRY_FMA4
+#undef FERRY_ZERO6
   // The loop's own increment and branch run beside the chain on other ports.
   return static_cast<double>(kAdds) / seconds_since(t0);
 }
@@ -104,7 +128,7 @@ double fmas_per_second(int lanes) {
 
 struct Peak {
   int threads = 1, lanes = 4;
-  double clock_hz = 0, fma_pipes = 1, flops = 0;
+  double clock_hz = 0, scalar_clock_hz = 0, fma_pipes = 1, flops = 0;
   std::string how;
 };
 
@@ -126,15 +150,17 @@ Peak measure_peak() {
   p.lanes = cpu::dot_path_lanes(path);
   double fmas = 0;
   for (int round = 0; round < 7; ++round) {
-    p.clock_hz = std::max(p.clock_hz, on_every_thread(p.threads, clock_hz_on_this_thread));
+    p.clock_hz = std::max(p.clock_hz, on_every_thread(p.threads, [&] { return clock_hz_on_this_thread(p.lanes); }));
+    p.scalar_clock_hz = std::max(p.scalar_clock_hz, on_every_thread(p.threads, [] { return clock_hz_on_this_thread(4); }));
     fmas = std::max(fmas, on_every_thread(p.threads, [&] { return fmas_per_second(p.lanes); }));
   }
   p.fma_pipes = fmas > 0 ? std::max(1.0, std::round(fmas / p.clock_hz)) : 1.0;
   p.flops = p.threads * p.clock_hz * p.lanes * 2.0 * p.fma_pipes;
-  p.how = fmt::format("peak {:.0f} GFLOP/s = {} threads x {:.2f} GHz (measured: dependent adds, fastest of 7 rounds) x {} f32 lanes "
-                      "(path {}) x 2 (FMA) x {:.0f} FMA pipes (measured: {:.2f} FMAs per cycle at that width, fastest of 7 rounds)",
-                      p.flops / 1e9, p.threads, p.clock_hz / 1e9, p.lanes, cpu::dot_path_name(path), p.fma_pipes,
-                      fmas / p.clock_hz);
+  p.how = fmt::format("peak {:.0f} GFLOP/s = {} threads x {:.2f} GHz (measured: dependent adds beside {}-lane FMAs, fastest of "
+                      "7 rounds; {:.2f} GHz with the vector units idle) x {} f32 lanes (path {}) x 2 (FMA) x {:.0f} FMA pipes "
+                      "(measured: {:.2f} FMAs per cycle at that width, fastest of 7 rounds)",
+                      p.flops / 1e9, p.threads, p.clock_hz / 1e9, p.lanes, p.scalar_clock_hz / 1e9, p.lanes,
+                      cpu::dot_path_name(path), p.fma_pipes, fmas / p.clock_hz);
   return p;
 }
 
