@@ -8,7 +8,9 @@
 
 namespace ferry {
 
-enum class ErrorCode { invalid_argument, resource_exhausted, unimplemented, internal };
+// unavailable: other processes this one works with (ferry/distributed.h) stopped taking part or
+// failed, and the work that needed them cannot finish.
+enum class ErrorCode { invalid_argument, resource_exhausted, unimplemented, internal, unavailable };
 
 // "INVALID_ARGUMENT", ... as printed at the front of every message.
 std::string_view error_code_name(ErrorCode code);

@@ -1,11 +1,11 @@
 """ferry.Error: every failure ferry reports, with ferry's error code and message."""
 
-CODES = ("INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNIMPLEMENTED", "INTERNAL")
+CODES = ("INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE")
 
 
 class Error(Exception):
-    """A ferry error. `code` is "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNIMPLEMENTED" or
-    "INTERNAL" (a ferry bug); `message` says what went wrong and what to change; str(e) is
+    """A ferry error. `code` is "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "UNIMPLEMENTED",
+    "UNAVAILABLE" (other processes stopped taking part) or "INTERNAL" (a ferry bug); `message` says what went wrong and what to change; str(e) is
     "CODE: message", as the C++ library's what() is."""
 
     def __init__(self, message, code="INTERNAL"):

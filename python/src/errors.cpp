@@ -36,7 +36,7 @@ void init_errors(nb::module_& m) {
   m.def("error_code_names", [] {
     std::vector<std::string> names;
     for (ErrorCode c : {ErrorCode::invalid_argument, ErrorCode::resource_exhausted, ErrorCode::unimplemented,
-                        ErrorCode::internal})
+                        ErrorCode::internal, ErrorCode::unavailable})
       names.emplace_back(error_code_name(c));
     return names;
   });

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "driver/agreement.h"
 #include "driver/compile.h"
 #include "compiler/cost_analysis.h"
 #include "compiler/memory_analysis.h"
@@ -78,6 +79,7 @@ Compiled Lowered::compile(const CompileOptions& options) const {
   driver::CompiledProgram c = driver::compile(impl_->program, impl_->donated, options);
   auto impl = std::make_shared<detail::CompiledImpl>(c.program, c.plan, c.executable, c.options, c.target);
   impl->warnings = impl_->warnings;
+  impl->collectives = driver::has_collectives(*impl->program);
   impl->input_structure = impl_->input_structure;
   impl->output_structure = impl_->output_structure;
   return Compiled(std::move(impl));
@@ -97,7 +99,16 @@ Lowered parse_program(const std::string& text) { return lowered_from_text(text, 
 
 Lowered detail::parse_program_with_compiler_ops(const std::string& text) { return lowered_from_text(text, true); }
 
+void detail::CompiledImpl::check_agreement() const {
+  if (!collectives) return;
+  std::lock_guard<std::mutex> lock(agreement_mutex);
+  if (agreed) return;
+  driver::check_processes_agree(*program);
+  agreed = true;
+}
+
 std::vector<Array> Compiled::run(const std::vector<Array>& flat_args) const {
+  impl_->check_agreement();
   ExecutionStats stats;
   std::vector<Array> out = impl_->executable->run(flat_args, stats, *impl_->copies);
   std::lock_guard<std::mutex> lock(impl_->stats_mutex);
@@ -106,6 +117,7 @@ std::vector<Array> Compiled::run(const std::vector<Array>& flat_args) const {
 }
 
 std::vector<Array> Compiled::run_traced(const std::vector<Array>& flat_args, const std::string& trace_path) const {
+  impl_->check_agreement();
   runtime::Timeline timeline;
   ExecutionStats stats;
   std::vector<Array> out = impl_->executable->run(flat_args, stats, *impl_->copies, &timeline);

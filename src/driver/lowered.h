@@ -46,6 +46,12 @@ struct CompiledImpl {
   mutable std::string last_trace;  // the last run_traced() run's Chrome trace, for memory_html()
   // Its own copy engine (on the CPU a thread): copies overlap with compute.
   std::unique_ptr<runtime::CopyEngine> copies;
+  // A program with collectives checks at its first call that every process runs it
+  // (driver/agreement.h); `agreed` once that check passed.
+  bool collectives = false;
+  mutable std::mutex agreement_mutex;
+  mutable bool agreed = false;
+  void check_agreement() const;
 };
 
 }  // namespace ferry::detail

@@ -8,6 +8,7 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::resource_exhausted: return "RESOURCE_EXHAUSTED";
     case ErrorCode::unimplemented: return "UNIMPLEMENTED";
     case ErrorCode::internal: return "INTERNAL";
+    case ErrorCode::unavailable: return "UNAVAILABLE";
   }
   return "UNKNOWN";
 }

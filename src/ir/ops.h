@@ -27,6 +27,7 @@ enum Trait : uint32_t {
   kBodies = 1u << 11,
   kCompilerOnly = 1u << 12,
   kTranscendental = 1u << 13,
+  kCollective = 1u << 14,
 };
 
 struct OpInfo {

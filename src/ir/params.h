@@ -146,9 +146,28 @@ struct CheckpointParams {
   bool operator==(const CheckpointParams&) const = default;
 };
 
+// Collectives over the axis of all processes (ferry/distributed.h): psum, axis_index. The axis's size
+// is part of the program (shapes depend on it, and processes that disagree on it compiled
+// different programs).
+struct CollectiveParams {
+  int64_t axis_size = 1;
+  bool operator==(const CollectiveParams&) const = default;
+};
+
+// all_gather (the processes' operands stacked along a new `dimension`, or concatenated along it
+// when `tiled`) and psum_scatter (the sum split along `dimension`: that dimension's size is the
+// axis size and goes, or with `tiled` is divided by it), as jax.lax defines them.
+struct CollectiveDimParams {
+  int64_t axis_size = 1;
+  int64_t dimension = 0;
+  bool tiled = false;
+  bool operator==(const CollectiveDimParams&) const = default;
+};
+
 using Params = std::variant<NoParams, ConvertParams, IotaParams, ConstantParams, BroadcastInDimParams,
                             ReshapeParams, TransposeParams, ReduceParams, DotGeneralParams, SliceParams,
                             DynamicSliceParams, ConcatenateParams, DevicePutParams, ScanParams, CheckpointParams,
-                            ArgReduceParams, CumulativeParams, GatherParams, ScatterParams>;
+                            ArgReduceParams, CumulativeParams, GatherParams, ScatterParams, CollectiveParams,
+                            CollectiveDimParams>;
 
 }  // namespace ferry::ir

@@ -61,6 +61,12 @@ template <class F> void fields(ScatterParams& p, F&& f) {
   f("scatter_dims_to_operand_dims", p.scatter_dims_to_operand_dims);
   f("mode", p.mode);
 }
+template <class F> void fields(CollectiveParams& p, F&& f) { f("axis_size", p.axis_size); }
+template <class F> void fields(CollectiveDimParams& p, F&& f) {
+  f("axis_size", p.axis_size);
+  f("dimension", p.dimension);
+  f("tiled", p.tiled);
+}
 template <class F> void fields(ScanParams& p, F&& f) {
   f("length", p.length);
   f("reverse", p.reverse);

@@ -21,6 +21,7 @@ void register_memory(Table& t);       // device_put, stop_gradient
 void register_control_flow(Table& t); // scan, checkpoint, checkpoint_name, custom_vjp, cond, while_loop
 void register_copies(Table& t);       // copy_start, copy_done
 void register_fused(Table& t);        // fused (fused.cpp; its body's rules in fused_body.h)
+void register_collectives(Table& t);  // psum, all_gather, psum_scatter, axis_index
 
 // A primitive's shape rule and cost (its name, operands, parameters and in-place inputs come from
 // the op table, ir/ops.def).

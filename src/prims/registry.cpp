@@ -23,6 +23,7 @@ Table build_table() {
   register_control_flow(t);
   register_copies(t);
   register_fused(t);
+  register_collectives(t);
   for (int i = 0; i < ir::kNumOps; ++i) {
     // Name, operands, parameters and in-place inputs: the op table's.
     const ir::OpInfo& op = ir::op_info(static_cast<Primitive>(i));

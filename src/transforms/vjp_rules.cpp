@@ -8,6 +8,7 @@ VjpTable build() {
   register_elementwise_vjps(t);
   register_structural_vjps(t);
   register_model_vjps(t);
+  register_collective_vjps(t);
   return t;
 }
 

@@ -28,5 +28,6 @@ inline void set_vjp(VjpTable& t, Primitive p, VjpRule rule) { t[static_cast<size
 void register_elementwise_vjps(VjpTable& t);  // unary and binary arithmetic, comparisons, select, converts
 void register_structural_vjps(VjpTable& t);   // shape, reductions, dot, indexing, memory, identities, random
 void register_model_vjps(VjpTable& t);        // erf, log1p, clamp, reductions by index, cumulative, gather/scatter
+void register_collective_vjps(VjpTable& t);   // psum, all_gather, psum_scatter, axis_index
 
 }  // namespace ferry::transforms

@@ -210,6 +210,8 @@ TEST(Printer, GoldenEveryParamsStruct) {
        "[offset_dims=[1], collapsed_slice_dims=[0], start_index_map=[0], slice_sizes=[1,4], mode=0]"},
       {ScatterParams{{1}, {0}, {0}, kGatherFill},
        "[update_window_dims=[1], inserted_window_dims=[0], scatter_dims_to_operand_dims=[0], mode=1]"},
+      {CollectiveParams{2}, "[axis_size=2]"},
+      {CollectiveDimParams{4, 1, true}, "[axis_size=4, dimension=1, tiled=true]"},
   };
   std::vector<bool> seen(std::variant_size_v<Params>, false);
   for (const auto& [params, text] : cases) {
@@ -249,6 +251,8 @@ TEST(Printer, RoundTripEveryParamsStruct) {
       CumulativeParams{1, false},
       GatherParams{{}, {0, 1}, {0, 1}, {1, 1}, kGatherFillZero},
       ScatterParams{{1, 2}, {}, {0}, kGatherClip},
+      CollectiveParams{8},
+      CollectiveDimParams{2, 0, false},
       // Extreme integers survive (the verifier, not the text form, judges them).
       ReduceParams{{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), -1}},
   };

@@ -68,7 +68,10 @@ TEST(Backend, AnUnknownBackendIsUnimplementedNamingTheBuiltOnes) {
 TEST(CudaBackend, HasAKernelForEveryPrimitiveWithoutABody) {
   for (int i = 0; i < ir::kNumOps; ++i) {
     const auto p = static_cast<Primitive>(i);
-    EXPECT_EQ(cuda::kernel(p) == nullptr, runs_itself(p) || p == ir::op::fused) << primitive_name(p);
+    // Collectives have no CUDA kernel yet (NCCL is not built in): compiling one for the cuda backend
+    // is UNIMPLEMENTED, naming it.
+    EXPECT_EQ(cuda::kernel(p) == nullptr, runs_itself(p) || p == ir::op::fused || ir::has(p, ir::kCollective))
+        << primitive_name(p);
   }
 }
 

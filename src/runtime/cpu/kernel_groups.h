@@ -53,6 +53,11 @@ FERRY_CPU_KERNEL(device_put_kernel);  // device_put checkpoint_name stop_gradien
 FERRY_CPU_KERNEL(bitcast_kernel);
 // fused_kernel.cpp
 FERRY_CPU_KERNEL(fused_kernel);
+// collective_kernels.cpp
+FERRY_CPU_KERNEL(psum_kernel);
+FERRY_CPU_KERNEL(all_gather_kernel);
+FERRY_CPU_KERNEL(psum_scatter_kernel);
+FERRY_CPU_KERNEL(axis_index_kernel);
 
 #undef FERRY_CPU_KERNEL
 
@@ -63,6 +68,8 @@ int64_t dot_general_workspace(const ir::Equation& eq, std::span<const ir::Type* 
 std::shared_ptr<const void> prepare_fused(const ir::Equation& eq);
 int64_t fused_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
                         std::span<const ir::Type* const> outputs);
+int64_t collective_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
+                             std::span<const ir::Type* const> outputs);
 int64_t reduce_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
                          std::span<const ir::Type* const> outputs);
 

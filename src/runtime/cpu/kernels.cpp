@@ -49,6 +49,10 @@ KernelFn kernel(Primitive p) {
     case concatenate: return on_stream<concatenate_kernel>;
     case device_put: case checkpoint_name: case stop_gradient:
       return on_stream<device_put_kernel>;
+    case psum: return on_stream<psum_kernel>;
+    case all_gather: return on_stream<all_gather_kernel>;
+    case psum_scatter: return on_stream<psum_scatter_kernel>;
+    case axis_index: return on_stream<axis_index_kernel>;
     case ir::op::fused: return on_stream<fused_kernel>;  // runs its body as one loop: a kernel, not a nested program
     default:
       return nullptr;
@@ -61,6 +65,8 @@ WorkspaceSizeFn workspace_size(Primitive p) {
     case Primitive::reduce_sum: case Primitive::reduce_max: case Primitive::reduce_min:
       return reduce_workspace;  // f16 and bf16 accumulators
     case ir::op::fused: return fused_workspace;  // each thread's block of every value
+    case Primitive::all_gather: case Primitive::psum_scatter:
+      return collective_workspace;  // each process's part made contiguous
     default:
       return nullptr;
   }
