@@ -18,6 +18,7 @@
 #include "ferry/memory_html.h"
 #include "ferry/nn.h"
 #include "ferry/optim.h"
+#include "ferry/sharding.h"
 #include "ferry/primitive.h"
 #include "ferry/random.h"
 #include "ferry/safetensors.h"
