@@ -10,6 +10,8 @@ HTML comment on the line just above its opening fence:
   <!-- output: memory -->                      the block's lines are lines of what the program
                                                named `memory` prints, in a row
 
+An output marker may also stand right above a Markdown table, whose lines are then the block.
+
 In README.md and docs/guide/, every ```cpp block must be marked `example:`, so that no C++ on
 those pages is left unchecked. Links to files of the repository (and to headings of its Markdown
 pages) in those pages must lead somewhere.
@@ -32,11 +34,25 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
 def blocks(path):
-    """Yields (line number of the fence, language, marker or None, the block's lines)."""
+    """Yields (line number, language, marker or None, the block's lines) for each fenced block and
+    each marked Markdown table (a marker line followed by lines that start with '|'). A marker with
+    neither after it is yielded with language None and no lines."""
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     i = 0
     while i < len(lines):
+        marker = MARKER.match(lines[i].strip())
+        if marker and i + 1 < len(lines) and lines[i + 1].startswith("|"):
+            i += 1
+            start = i
+            while i < len(lines) and lines[i].startswith("|"):
+                i += 1
+            yield start + 1, "table", (marker.group(1), marker.group(2)), lines[start:i]
+            continue
+        if marker and not (i + 1 < len(lines) and FENCE.match(lines[i + 1])):
+            yield i + 1, None, (marker.group(1), marker.group(2)), []
+            i += 1
+            continue
         m = FENCE.match(lines[i])
         if not m:
             i += 1
@@ -143,6 +159,9 @@ def main():
                     failures.append(f"{where}: a ```cpp block without <!-- example: FILE --> above it")
                 continue
             kind, target = marker
+            if lang is None:
+                failures.append(f"{where}: a marker with no code block or table right after it")
+                continue
             checked += 1
             if kind == "example":
                 path = os.path.normpath(os.path.join(root, target))
