@@ -181,8 +181,8 @@ def main():
                     continue
                 found, matched, at = find_run(body, output_of(target), allow_indent=False)
                 if not found:
-                    failures.append(f"{where}: {target} no longer prints this: its line {matched + 1} "
-                                    f"({body[matched]!r}) differs from the output's line {at + 1} "
+                    failures.append(f"{where}: {target} ({programs[target]}) no longer prints this: its line "
+                                    f"{matched + 1} ({body[matched]!r}) differs from the output's line {at + 1} "
                                     f"({(output_of(target) + [''])[at]!r})")
 
         if strict(page):
@@ -200,6 +200,9 @@ def main():
 
     for f in failures:
         print("FAILED:", f)
+    if failures:
+        print("A page and its program differ. Where the program is right (a plan that changed on purpose, "
+              "say), copy what it prints now into the page; where the page is right, fix the program.")
     print(f"{checked} marked blocks checked, {len(failures)} failures")
     return 1 if failures else 0
 
