@@ -78,9 +78,13 @@ void more_than_one_process() {
   if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_SIZE")) {  // launched
     fy::distributed::initialize();              // the launcher's processes, one axis named "data"
     int me = fy::distributed::process_index();  // 0 .. process_count() - 1
+    auto total = fy::jit([](fy::Tensor x) { return fy::psum(x, "data"); });   // every process gets the sum
 
     check(me >= 0 && me < fy::distributed::process_count() && fy::distributed::axis_name() == "data",
           "this process has its index among the launched ones");
+    const int n = fy::distributed::process_count();
+    const std::vector<float> sum = total(fy::full({3}, me + 1.0))[0].to_vector<float>();
+    check(sum == std::vector<float>(3, n * (n + 1) / 2.0f), "psum: every process gets the sum");
     return;
   }
   try {

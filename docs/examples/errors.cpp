@@ -41,7 +41,7 @@ bool catching() {
     fy::jit([](fy::Tensor a, fy::Tensor b) { return a + b; }).lower(fy::ones({2, 3}), fy::ones({4}));
   } catch (const ferry::Error& e) {
     std::printf("%s\n", e.what());                          // the code, then what is wrong
-    return e.code() == ferry::ErrorCode::invalid_argument;  // e.code(): which of the four
+    return e.code() == ferry::ErrorCode::invalid_argument;  // e.code(): which kind of error
   }
   return false;
 }
