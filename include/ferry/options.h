@@ -22,6 +22,9 @@ struct Rates {
   double vector_flops_per_s = 1e10;          // the other FLOPs: elementwise arithmetic, random bits, ...
   double transcendentals_per_s = 1e9;        // evaluations of exp, log, tanh, erf, pow, ...
   double dot_product_seconds = 1e-6;         // fixed cost of each matrix product (a batch of B costs B)
+  // Between processes (ferry/distributed.h): the bytes a process sends per second in a collective
+  // (calibrate() measures an all-reduce between the launch's processes).
+  double interconnect_bytes_per_s = 5e9;
   bool operator==(const Rates&) const = default;
 };
 
@@ -91,6 +94,12 @@ struct CostStats {
   // the compute in its window does not hide (copies share one link).
   double estimated_seconds = 0;
   double exposed_copy_seconds = 0;  // of estimated_seconds: waiting for copies
+  // Collectives (ferry/distributed.h): the bytes this process sends in them (a ring's: 2(N-1)/N of
+  // an all-reduce's operand, (N-1)/N of an all-gather's result or a reduce-scatter's operand), and
+  // of estimated_seconds the time spent waiting for them (what the compute between a collective's
+  // start and done does not hide).
+  int64_t bytes_exchanged = 0;
+  double exposed_collective_seconds = 0;
 };
 
 // What the last run measured, independently of the plan: each memory kind's resource counts the

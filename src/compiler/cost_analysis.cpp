@@ -35,6 +35,8 @@ CostStats cost_stats(const ir::Program& p, const Target& target) {
   StepTime t = estimate_step_time(p, target);
   stats.estimated_seconds = t.seconds();
   stats.exposed_copy_seconds = t.exposed_copy_seconds;
+  stats.exposed_collective_seconds = t.exposed_collective_seconds;
+  stats.bytes_exchanged = t.bytes_exchanged;
   return stats;
 }
 

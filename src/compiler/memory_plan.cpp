@@ -124,7 +124,7 @@ int donated_input_for(const ir::Program& p, size_t o, int w, const std::vector<c
     if (!donated[i] || taken[i] || !(p.type(u) == p.type(v))) continue;
     int read = last[static_cast<size_t>(u)];
     bool in_place = false;
-    if (read == w && eq.prim != ir::op::copy_start)
+    if (read == w && !ir::has(eq.prim, ir::kAsyncStart))
       for (size_t c : in_place_candidates(eq)) in_place = in_place || eq.inputs[c] == u;
     if (read < w || in_place) return static_cast<int>(i);
   }
@@ -241,7 +241,7 @@ class BufferAssigner {
   // A copy whose result is an external output fills that destination directly.
   void copy_into_external_outputs() {
     for (const ir::Equation& eq : p_.equations)
-      if (eq.prim == ir::op::copy_done) {
+      if (ir::has(eq.prim, ir::kAsyncDone)) {
         const Slot& out = plan_->slots[static_cast<size_t>(eq.outputs[0])];
         if (out.where == Slot::Where::external_output) plan_->slots[static_cast<size_t>(eq.inputs[0])] = out;
       }
@@ -394,7 +394,7 @@ class BufferAssigner {
       int e = producer[static_cast<size_t>(v)];
       if (e < 0 || plan.slots[static_cast<size_t>(v)].index != static_cast<int>(i)) continue;
       const ir::Equation& eq = p.equations[static_cast<size_t>(e)];
-      const int written = eq.prim == ir::op::copy_done ? producer[static_cast<size_t>(eq.inputs[0])] : e;
+      const int written = ir::has(eq.prim, ir::kAsyncDone) ? producer[static_cast<size_t>(eq.inputs[0])] : e;
       // The in-place chain the output can take over, if any.
       Buffer* chain = nullptr;
       for (size_t c : eq.outputs.size() == 1 ? in_place_candidates(eq) : std::vector<size_t>{}) {
@@ -492,7 +492,7 @@ class BufferAssigner {
       // outputs over at most the one input the planner gives it.
       if (first_write[i] < n_) {
         const ir::Equation& eq = p.equations[static_cast<size_t>(first_write[i])];
-        if (eq.prim != ir::op::copy_start &&
+        if (!ir::has(eq.prim, ir::kAsyncStart) &&
             std::find(eq.outputs.begin(), eq.outputs.end(), p.outputs[i]) != eq.outputs.end())
           for (size_t c : in_place_candidates(eq)) {
             ir::ValueId u = eq.inputs[c];

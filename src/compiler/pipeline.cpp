@@ -8,6 +8,8 @@
 #include "compiler/drop_names.h"
 #include "compiler/fold_transposes.h"
 #include "compiler/fuse.h"
+#include "compiler/lower_collectives.h"
+#include "compiler/place_collectives.h"
 #include "compiler/lower_copies.h"
 #include "compiler/materialize_outputs.h"
 #include "compiler/place_copies.h"
@@ -31,10 +33,12 @@ std::vector<Pass> placement_passes(const Target& options) {
       {"fold_transposes", fold_transposes},
       {"materialize_outputs", materialize_outputs},
       {"lower_copies", lower_copies},
+      {"lower_collectives", lower_collectives},
   };
   if (options.fuse) passes.push_back({"fuse", fuse_elementwise});
   passes.push_back({"schedule", schedule_for_memory});
   passes.push_back({"place_copies", [options](ir::Program& p) { return place_copies(p, options); }});
+  passes.push_back({"place_collectives", [options](ir::Program& p) { return place_collectives(p, options); }});
   return passes;
 }
 

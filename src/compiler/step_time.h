@@ -10,6 +10,10 @@
 // `copy_compute_share` of its time. A synchronous device_put
 // between kinds is a transfer the compute queue waits for whole. A scan's body is timed once and
 // counted once per step; so is a checkpoint's body.
+//
+// Collectives take a third queue, the interconnect between processes: an exchange sends its ring
+// bytes (exchanged_bytes) at `interconnect_bytes_per_s`, from its start (or, unlowered, in place,
+// with the compute queue waiting for it whole) to its done, which waits for it.
 #pragma once
 
 #include "compiler/target.h"
@@ -25,8 +29,14 @@ double equation_seconds(const prims::Cost& c, const Target& target);
 struct StepTime {
   double compute_seconds = 0;       // the compute queue's own work (recomputation included)
   double exposed_copy_seconds = 0;  // time the compute queue waits for transfers
-  double seconds() const { return compute_seconds + exposed_copy_seconds; }
+  double exposed_collective_seconds = 0;  // time it waits for collectives
+  int64_t bytes_exchanged = 0;            // this process's ring bytes in collectives
+  double seconds() const { return compute_seconds + exposed_copy_seconds + exposed_collective_seconds; }
 };
+
+// The bytes this process sends in `eq`'s exchange if eq is a collective (or its start) in a ring
+// of its axis's processes; 0 otherwise.
+int64_t exchanged_bytes(const ir::Program& program, const ir::Equation& eq);
 
 StepTime estimate_step_time(const ir::Program& program, const Target& target);
 

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "ferry/distributed.h"
 #include "ferry/error.h"
 #include "ferry/random.h"
 #include "ferry/tensor.h"
@@ -103,6 +104,23 @@ double link_bytes_per_s(const CompileOptions& options, int repeats) {
   // of the round-trip program is then the honest (lower) bound on the rate.
   double copy_seconds = with - without > 0.05 * with ? with - without : with;
   return bytes / copy_seconds;
+}
+
+// An all-reduce between the launch's processes (when there are several): the ring bytes this
+// process sends (cost_analysis's bytes_exchanged) over the time the collective adds to the same
+// program without it.
+double interconnect_bytes_per_s(const CompileOptions& options, int repeats) {
+  ShapeDtype vec{{kStreamElements}};
+  std::vector<Array> args{ones(vec.shape)};
+  const std::string axis = distributed::axis_name();
+  Compiled exchange = jit([axis](Tensor x) { return sum(psum(x, axis)); }, "calibrate_interconnect").lower(vec).compile(options);
+  Compiled alone = jit([](Tensor x) { return sum(x); }, "calibrate_no_interconnect").lower(vec).compile(options);
+  const double bytes = static_cast<double>(exchange.cost_analysis().bytes_exchanged);
+  if (bytes <= 0) throw Error(ErrorCode::internal, "calibration: the all-reduce program exchanges nothing");
+  double with = median_seconds(exchange, args, repeats);
+  double without = median_seconds(alone, args, repeats);
+  double seconds = with - without > 0.05 * with ? with - without : with;
+  return bytes / seconds;
 }
 
 // tanh over an array the caches hold (256 KiB), many times in place: evaluations / time. Where the
@@ -194,6 +212,10 @@ Rates calibrate(const CalibrateOptions& options) {
   r.vector_flops_per_s = vector_flops_per_s(compile, options.repeats);
   r.transcendentals_per_s = transcendentals_per_s(compile, options.repeats);
   r.dot_product_seconds = dot_product_seconds(compile, r.compute_flops_per_s, options.repeats);
+  // Measured where there are peers to exchange with (every process must calibrate together then);
+  // else the default stands. Not cached: it is the launch's, not the machine's.
+  if (distributed::is_initialized() && distributed::process_count() > 1)
+    r.interconnect_bytes_per_s = interconnect_bytes_per_s(compile, options.repeats);
   check_rates(r, "calibrate");
   return r;
 }

@@ -36,6 +36,7 @@ void check_options(const CompileOptions& options) {
   check_rate(r.memory_bytes_per_s, "memory_bytes_per_s");
   check_rate(r.vector_flops_per_s, "vector_flops_per_s");
   check_rate(r.transcendentals_per_s, "transcendentals_per_s");
+  check_rate(r.interconnect_bytes_per_s, "interconnect_bytes_per_s");
   if (!(r.dot_product_seconds >= 0) || !std::isfinite(r.dot_product_seconds))
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("CompileOptions.rates.dot_product_seconds must be >= 0 and finite, got {}", r.dot_product_seconds));

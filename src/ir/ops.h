@@ -28,6 +28,8 @@ enum Trait : uint32_t {
   kCompilerOnly = 1u << 12,
   kTranscendental = 1u << 13,
   kCollective = 1u << 14,
+  kAsyncStart = 1u << 15,
+  kAsyncDone = 1u << 16,
 };
 
 struct OpInfo {
@@ -68,7 +70,7 @@ namespace op {
 #include "ir/ops.def"
 #undef FERRY_OP
 #undef FERRY_COMPILER_OP
-static_assert(kNumPrimitives + 3 == kNumOps, "the compiler's own primitives follow the traceable ones");
+static_assert(kNumPrimitives + 7 == kNumOps, "the compiler's own primitives follow the traceable ones");
 
 const OpInfo& op_info(Primitive p);
 // nullptr when no primitive has that name.

@@ -3,6 +3,11 @@
 // dimension (or, tiled, concatenates them along an existing one); psum_scatter sums and keeps this
 // process's part along a dimension (the axis's size there, which goes, or, tiled, a multiple of it,
 // which is divided); axis_index is this process's index, an i32 scalar.
+//
+// The compiler's asynchronous form of the three that exchange data (compiler/lower_collectives.h):
+// <collective>_start(x) has the collective's rule and defines the result's buffer;
+// collective_done(started, x) waits and yields that buffer; it reads x so that x stays alive and
+// unchanged while the exchange is in flight.
 #include <fmt/format.h>
 
 #include "prims/families.h"
@@ -73,6 +78,12 @@ std::vector<ir::Type> axis_index_rule(std::span<const ir::Type> in, const ir::Pa
   return {ir::Type{DType::i32, {}, MemoryKind::device}};
 }
 
+std::vector<ir::Type> collective_done_rule(std::span<const ir::Type> in, const ir::Params&) {
+  return {in[0]};
+}
+
+Cost done_cost(std::span<const ir::Type>, std::span<const ir::Type>, const ir::Params&) { return {}; }
+
 // One add per operand element and peer (an all-gather's are none of its business, but it is data
 // movement either way), the operand read and the result written. The link time the exchange takes
 // is the cost model's business (compiler/step_time.h).
@@ -95,6 +106,10 @@ void register_collectives(Table& t) {
   set_rules(t, Primitive::all_gather, all_gather_rule, collective_cost);
   set_rules(t, Primitive::psum_scatter, psum_scatter_rule, collective_cost);
   set_rules(t, Primitive::axis_index, axis_index_rule, collective_cost);
+  set_rules(t, ir::op::psum_start, psum_rule, collective_cost);
+  set_rules(t, ir::op::all_gather_start, all_gather_rule, collective_cost);
+  set_rules(t, ir::op::psum_scatter_start, psum_scatter_rule, collective_cost);
+  set_rules(t, ir::op::collective_done, collective_done_rule, done_cost);
 }
 
 }  // namespace ferry::prims

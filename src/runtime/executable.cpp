@@ -9,7 +9,9 @@
 
 #include "ferry/error.h"
 #include "ir/params_text.h"
+#include "ir/type.h"
 #include "runtime/copy_queue.h"
+#include "runtime/process_group.h"
 #include "runtime/memory_resource.h"
 #include "runtime/storage.h"
 
@@ -45,7 +47,9 @@ std::string slice_name(const ir::Equation& eq, const ir::Program& p) {
 // The bookkeeping of one execution of a program, sized for it when made: a run fills it in place
 // and allocates nothing for it.
 struct Executable::State {
-  std::vector<uint64_t> tickets;  // per value: the copy in flight into it
+  std::vector<uint64_t> tickets;  // per value: the copy or collective in flight into it
+  std::vector<double> started;    // per value: when the collective into it started (for the timeline)
+  std::vector<const char*> exchange;  // per value: which collective writes it ("psum", ...)
   std::vector<ConstView> in;      // operands of the equation running, sized for the widest
   std::vector<MutView> out;
   // Per equation with a body: the body's frame and state, and a scan's carries and stream tickets.
@@ -95,6 +99,13 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_p
       continue;
     }
     if (eq.prim == ir::op::copy_start || eq.prim == ir::op::copy_done) continue;  // the copy queue's
+    if (async_collective(eq)) {  // the process group's, on host memory
+      if (backend_->name() != "cpu")
+        throw Error(ErrorCode::unimplemented,
+                    fmt::format("the {} backend has no kernel for {} (collectives run on the cpu backend)",
+                                backend_->name(), primitive_name(eq.prim)));
+      continue;
+    }
     kernels_[e] = backend_->kernel(eq.prim);
     // A fused equation's body is the kernel's program, not a nested one (no plan of its own).
     if (kernels_[e] == nullptr || (!eq.subprograms.empty() && eq.prim != ir::op::fused))
@@ -108,6 +119,8 @@ std::unique_ptr<Executable::State> Executable::make_state() const {
   const ir::Program& p = *program_;
   auto st = std::make_unique<State>();
   st->tickets.assign(p.values.size(), 0);
+  st->started.assign(p.values.size(), 0);
+  st->exchange.assign(p.values.size(), nullptr);
   size_t widest_in = 0, widest_out = 0;
   st->bodies.resize(p.equations.size());
   for (size_t e = 0; e < p.equations.size(); ++e) {
@@ -329,6 +342,41 @@ void Executable::start_copy(size_t e, const Frame& f, State& st) const {
       enqueue_transfer(f, address(f, dst), to, address(f, src), from, p.type(dst).size_bytes(), nullptr);
 }
 
+void Executable::start_collective(size_t e, const Frame& f, State& st) const {
+  const ir::Program& p = *program_;
+  const ir::Equation& eq = p.equations[e];
+  const ir::Type& x = p.type(eq.inputs[0]);
+  const void* in = address(f, eq.inputs[0]);
+  void* out = address(f, eq.outputs[0]);
+  int64_t ticket;
+  const char* what;
+  if (eq.prim == ir::op::psum_start) {
+    what = "psum";
+    ticket = processes::start_all_reduce_sum(in, out, x.num_elements(), x.dtype, what);
+  } else if (eq.prim == ir::op::all_gather_start) {
+    what = "all_gather";
+    ticket = processes::start_all_gather(in, out, x.size_bytes(), what);
+  } else {
+    what = "psum_scatter";
+    ticket = processes::start_reduce_scatter_sum(in, out, p.type(eq.outputs[0]).num_elements(), x.dtype, what);
+  }
+  st.tickets[static_cast<size_t>(eq.outputs[0])] = static_cast<uint64_t>(ticket);
+  st.exchange[static_cast<size_t>(eq.outputs[0])] = what;
+  if (f.timeline) st.started[static_cast<size_t>(eq.outputs[0])] = now_seconds();
+}
+
+void Executable::finish_collective(size_t e, const Frame& f, State& st) const {
+  const ir::Program& p = *program_;
+  const ir::Equation& eq = p.equations[e];
+  const size_t started = static_cast<size_t>(eq.inputs[0]);
+  processes::wait(static_cast<int64_t>(st.tickets[started]));
+  if (address(f, eq.outputs[0]) != address(f, eq.inputs[0]))
+    throw Error(ErrorCode::internal, "memory plan: a collective's result is not where its start wrote");
+  if (f.timeline)
+    f.timeline->collective(fmt::format("{} {}", st.exchange[started], ir::to_string(p.type(eq.inputs[1]))),
+                           p.type(eq.inputs[1]).size_bytes(), st.started[started], now_seconds());
+}
+
 void Executable::execute(const Frame& f, State& st) const {
   const ir::Program& p = *program_;
   const plan::MemoryPlan& plan = *plan_;
@@ -346,6 +394,9 @@ void Executable::execute(const Frame& f, State& st) const {
     double begin = f.timeline ? now_seconds() : 0;
     if (eq.prim == ir::op::copy_start) {
       start_copy(e, f, st);
+    } else if (async_collective(eq)) {
+      if (eq.prim == ir::op::collective_done) finish_collective(e, f, st);
+      else start_collective(e, f, st);
     } else if (eq.prim == ir::op::copy_done) {
       f.copies->wait(st.tickets[static_cast<size_t>(eq.inputs[0])]);
       if (address(f, eq.outputs[0]) != address(f, eq.inputs[0]))
@@ -365,9 +416,12 @@ void Executable::execute(const Frame& f, State& st) const {
       if (eq.prim == Primitive::device_put)
         count_transfer(f, p.type(eq.inputs[0]).kind, p.type(eq.outputs[0]).kind, p.type(eq.outputs[0]).size_bytes());
     }
-    if (f.timeline && eq.prim != ir::op::copy_start && eq.prim != ir::op::copy_done)
+    if (f.timeline && eq.prim != ir::op::copy_start && eq.prim != ir::op::copy_done && !async_collective(eq))
       f.timeline->compute(slice_name(eq, p), begin, now_seconds());
     for (int b : plan.release_after[e]) take(b, false);
+    // MPI moves a started exchange's data only inside its calls: a look between kernels keeps it
+    // going while the kernels run.
+    if (processes::in_flight() > 0) processes::progress();
   }
 }
 

@@ -81,6 +81,12 @@ class Executable {
   void run_while(size_t e, const Frame& frame, State& state) const;
   void run_call(size_t e, const Frame& frame, State& state) const;
   void start_copy(size_t e, const Frame& frame, State& state) const;
+  // The halves of an asynchronous collective (compiler/lower_collectives.h).
+  static bool async_collective(const ir::Equation& eq) {
+    return ir::has(eq.prim, ir::kCollective) && (ir::has(eq.prim, ir::kAsyncStart) || ir::has(eq.prim, ir::kAsyncDone));
+  }
+  void start_collective(size_t e, const Frame& frame, State& state) const;
+  void finish_collective(size_t e, const Frame& frame, State& state) const;
   void enter_body(size_t e, const Frame& frame, Frame& body) const;
   void enter_loop(size_t e, const Frame& frame, State& state, size_t num_carry, size_t invariant_from) const;
   uint64_t enqueue_transfer(const Frame& frame, void* dst, MemoryKind to, const void* src, MemoryKind from,

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -19,6 +20,14 @@
 namespace ferry::runtime::processes {
 namespace {
 
+#ifdef FERRY_HAS_MPI
+struct Pending {
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::string what;
+  bool done = false;
+};
+#endif
+
 struct Group {
   std::mutex mu;  // MPI is initialized MPI_THREAD_SERIALIZED: one caller at a time
   bool joined = false;
@@ -27,6 +36,11 @@ struct Group {
   // An exchange failed: a peer is gone or out of step, and MPI_Finalize (which waits for every
   // process) could wait for ever, so the process leaves without it.
   std::atomic<bool> broken{false};
+#ifdef FERRY_HAS_MPI
+  std::map<int64_t, Pending> pending;  // by ticket
+  int64_t next_ticket = 0;
+#endif
+  std::atomic<int64_t> in_flight{0};  // pending.size(), read without the lock
 };
 
 Group& group() {
@@ -243,6 +257,85 @@ void reduce_scatter_sum(const void* x, void* y, int64_t count, DType dtype, std:
   no_mpi(what);
 #endif
 }
+
+#ifdef FERRY_HAS_MPI
+namespace {
+int64_t keep(MPI_Request r, std::string_view what) {
+  Group& g = group();
+  const int64_t t = g.next_ticket++;
+  g.pending[t] = Pending{r, std::string(what), false};
+  g.in_flight = static_cast<int64_t>(g.pending.size());
+  return t;
+}
+}  // namespace
+#endif
+
+int64_t start_all_reduce_sum(const void* x, void* y, int64_t count, DType dtype, std::string_view what) {
+  check_joined(what);
+#ifdef FERRY_HAS_MPI
+  std::lock_guard<std::mutex> lock(group().mu);
+  auto [type, op] = sum_of(dtype, what);
+  MPI_Request r;
+  check(MPI_Iallreduce(x == y ? MPI_IN_PLACE : x, y, as_int(count, what), type, op, MPI_COMM_WORLD, &r), what);
+  return keep(r, what);
+#else
+  no_mpi(what);
+#endif
+}
+
+int64_t start_all_gather(const void* x, void* y, int64_t bytes, std::string_view what) {
+  check_joined(what);
+#ifdef FERRY_HAS_MPI
+  std::lock_guard<std::mutex> lock(group().mu);
+  MPI_Request r;
+  const int n = as_int(bytes, what);
+  check(MPI_Iallgather(x, n, MPI_BYTE, y, n, MPI_BYTE, MPI_COMM_WORLD, &r), what);
+  return keep(r, what);
+#else
+  no_mpi(what);
+#endif
+}
+
+int64_t start_reduce_scatter_sum(const void* x, void* y, int64_t count, DType dtype, std::string_view what) {
+  check_joined(what);
+#ifdef FERRY_HAS_MPI
+  std::lock_guard<std::mutex> lock(group().mu);
+  auto [type, op] = sum_of(dtype, what);
+  MPI_Request r;
+  check(MPI_Ireduce_scatter_block(x, y, as_int(count, what), type, op, MPI_COMM_WORLD, &r), what);
+  return keep(r, what);
+#else
+  no_mpi(what);
+#endif
+}
+
+void wait([[maybe_unused]] int64_t ticket) {
+#ifdef FERRY_HAS_MPI
+  std::lock_guard<std::mutex> lock(group().mu);
+  auto it = group().pending.find(ticket);
+  if (it == group().pending.end()) throw Error(ErrorCode::internal, fmt::format("collective ticket {} is not in flight", ticket));
+  Pending p = std::move(it->second);
+  group().pending.erase(it);
+  group().in_flight = static_cast<int64_t>(group().pending.size());
+  if (!p.done) wait(p.request, p.what);
+#else
+  no_mpi("collective_done");
+#endif
+}
+
+void progress() {
+#ifdef FERRY_HAS_MPI
+  std::lock_guard<std::mutex> lock(group().mu);
+  for (auto& [t, p] : group().pending) {
+    if (p.done) continue;
+    int done = 0;
+    check(MPI_Test(&p.request, &done, MPI_STATUS_IGNORE), p.what);
+    p.done = done != 0;
+  }
+#endif
+}
+
+int64_t in_flight() { return group().in_flight.load(std::memory_order_relaxed); }
 
 std::vector<std::string> all_gather_text(const std::string& text, std::string_view what) {
   check_joined(what);

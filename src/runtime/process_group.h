@@ -35,6 +35,18 @@ void all_gather(const void* x, void* y, int64_t bytes, std::string_view what);
 // y = this process's block (block `index()`, `count` elements) of the sum of every process's x,
 // which holds count() such blocks one after the other.
 void reduce_scatter_sum(const void* x, void* y, int64_t count, DType dtype, std::string_view what);
+// The same three exchanges started, not waited for: each returns a ticket that wait() takes once.
+// The buffers must stay as they are until then (the memory plan keeps them: collective_done reads
+// the operand). progress() lets started exchanges advance (MPI moves data only inside its calls):
+// the executable calls it between kernels while any is in flight.
+int64_t start_all_reduce_sum(const void* x, void* y, int64_t count, DType dtype, std::string_view what);
+int64_t start_all_gather(const void* x, void* y, int64_t bytes, std::string_view what);
+int64_t start_reduce_scatter_sum(const void* x, void* y, int64_t count, DType dtype, std::string_view what);
+void wait(int64_t ticket);
+void progress();
+// Exchanges started and not yet waited for.
+int64_t in_flight();
+
 // Every process's `text`, in process order (for checks that the processes agree).
 std::vector<std::string> all_gather_text(const std::string& text, std::string_view what);
 

@@ -18,13 +18,15 @@ class Timeline {
   // Times are steady-clock seconds; they are written relative to the timeline's creation.
   void compute(std::string name, double begin, double end);
   void copy(std::string name, int64_t bytes, double begin, double end);  // from the copy thread
+  // An exchange with the other processes, from its start to the done that found it complete.
+  void collective(std::string name, int64_t bytes, double begin, double end);
   void live_bytes(MemoryKind kind, int64_t bytes, double at);
   std::string to_json() const;
 
  private:
   struct Slice {
     std::string name;
-    int lane;  // 0 compute, 1 copies
+    int lane;  // 0 compute, 1 copies, 2 collectives
     double begin, end;
     int64_t bytes;
   };

@@ -17,9 +17,13 @@ namespace ferry::runtime {
 namespace {
 
 // Equations the executable runs itself (bodies, copies). A fused group has a body but is a kernel.
+// What the executable runs itself (bodies, the halves of copies and collectives): the op table's
+// HostOnly ones, which are also exactly those with bodies but the fused kernel, and the async halves.
 bool runs_itself(Primitive p) {
-  return (prims::info(p).body_shape_rule != nullptr && p != ir::op::fused) || p == ir::op::copy_start ||
-         p == ir::op::copy_done;
+  const bool by_role = (prims::info(p).body_shape_rule != nullptr && p != ir::op::fused) ||
+                       ir::has(p, ir::kAsyncStart) || ir::has(p, ir::kAsyncDone);
+  EXPECT_EQ(by_role, ir::has(p, ir::kHostOnly)) << primitive_name(p);
+  return by_role;
 }
 
 TEST(Backend, TheCpuBackendIsTheCpuKernelTableThroughTheSeam) {
