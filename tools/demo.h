@@ -18,9 +18,15 @@ struct DemoOptions {
   // Where the page drawing the plan of the step it trains with goes (Compiled::save_memory_html),
   // its last step's timeline beside it; the timeline's Chrome trace goes beside the page. "": neither.
   std::string html_path = "ferry-demo-memory.html";
+  // --processes: train data-parallel over the processes mpirun started, sharing the state as
+  // `sharding` says (replicated, optimizer_state, gradients or parameters).
+  bool processes = false;
+  std::string sharding = "replicated";
+  std::string json_path;  // with --processes: process 0 writes its figures there (bench/distributed)
 };
 
 int run_demo(const DemoOptions& options);
+int run_demo_processes(const DemoOptions& options);
 int run_mlp_demo();
 
 }  // namespace ferry::tools

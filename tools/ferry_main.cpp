@@ -186,6 +186,11 @@ int main(int argc, char** argv) {
   demo_cmd->add_flag("--print-losses", demo_options.print_losses, "print every step's loss exactly");
   demo_cmd->add_option("--html", demo_options.html_path,
                        "where to write the page that draws the trained step's memory plan (\"\" to skip)");
+  demo_cmd->add_flag("--processes", demo_options.processes,
+                     "train data-parallel over the processes of an mpirun launch (mpirun -np 2 ferry demo --processes)");
+  demo_cmd->add_option("--sharding", demo_options.sharding,
+                       "with --processes: replicated, optimizer_state (zero1), gradients (zero2) or parameters (fsdp)");
+  demo_cmd->add_option("--json", demo_options.json_path, "with --processes: where process 0 writes its figures");
   app.add_subcommand("mlp", "trace, print, compile, run and train a small MLP");
   app.add_subcommand("info", "the processor, its instruction sets, and the kernel path ferry chose for it");
   std::string path;
@@ -225,6 +230,7 @@ int main(int argc, char** argv) {
     if (app.got_subcommand("demo")) {
       // A few resumed steps need not lower the loss; check it only when asked to.
       if (!demo_options.resume_path.empty() && demo_cmd->count("--min-factor") == 0) demo_options.min_factor = 0;
+      if (demo_options.processes) return ferry::tools::run_demo_processes(demo_options);
       return ferry::tools::run_demo(demo_options);
     }
     if (app.got_subcommand("explain")) {

@@ -369,12 +369,17 @@ void Executable::finish_collective(size_t e, const Frame& f, State& st) const {
   const ir::Program& p = *program_;
   const ir::Equation& eq = p.equations[e];
   const size_t started = static_cast<size_t>(eq.inputs[0]);
+  const double begin = f.timeline ? now_seconds() : 0;
   processes::wait(static_cast<int64_t>(st.tickets[started]));
   if (address(f, eq.outputs[0]) != address(f, eq.inputs[0]))
     throw Error(ErrorCode::internal, "memory plan: a collective's result is not where its start wrote");
-  if (f.timeline)
-    f.timeline->collective(fmt::format("{} {}", st.exchange[started], ir::to_string(p.type(eq.inputs[1]))),
-                           p.type(eq.inputs[1]).size_bytes(), st.started[started], now_seconds());
+  if (f.timeline) {
+    // The exchange on its lane, and the time the compute lane waited for it (what was not hidden).
+    const std::string name = fmt::format("{} {}", st.exchange[started], ir::to_string(p.type(eq.inputs[1])));
+    const double end = now_seconds();
+    f.timeline->collective(name, p.type(eq.inputs[1]).size_bytes(), st.started[started], end);
+    f.timeline->compute("wait " + name, begin, end);
+  }
 }
 
 void Executable::execute(const Frame& f, State& st) const {

@@ -85,8 +85,7 @@ void check(int code, std::string_view what) {
 }
 
 // Waits for `request` by polling, so that a process that stops taking part makes this one fail
-// at the deadline instead of waiting for ever. Polls back to back at first (a collective usually
-// completes within microseconds of the last process joining it), then yields the core.
+// at the deadline instead of waiting for ever.
 void wait(MPI_Request& request, std::string_view what) {
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::duration<double>(group().timeout);
@@ -105,7 +104,10 @@ void wait(MPI_Request& request, std::string_view what) {
                               "another program",
                               what, group().index, group().count, group().timeout));
     }
-    if (now - start > std::chrono::milliseconds(1)) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    // MPI moves data only inside its calls, so polling is what makes progress: back to back (giving
+    // the core away to any thread that wants it) for a while, then less eagerly.
+    if (now - start > std::chrono::milliseconds(50)) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    else std::this_thread::yield();
   }
 }
 
