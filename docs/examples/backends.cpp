@@ -3,6 +3,7 @@
 // that asking for "cuda" is refused with the reason. More than one process: run plainly (as ctest
 // does) it checks that initialize() refuses and says how to launch; under mpirun it joins. The page
 // quotes the code between the checks; docs.snippets checks that it is still here, docs.backends runs it.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -74,6 +75,35 @@ void backends() {
   }
 }
 
+// Data parallelism with the gradients sharded (ZeRO-2): each process fits w to its own row of
+// the data; the step averages the gradients, and each process keeps 1/N of AdamW's moments.
+void sharded_training() {
+  const int me = fy::distributed::process_index();
+  auto loss_of = [](std::vector<fy::Tensor> w, fy::Tensor x) { return fy::sum((x - w[0]) * (x - w[0])); };
+  using State = fy::optim::AdamWState<std::vector<fy::Tensor>>;
+  auto step = fy::jit([&](std::vector<fy::Tensor> w, State s, fy::Tensor x) {
+    auto [loss, g] = fy::value_and_grad(loss_of)(w, x);        // this process's data
+    auto [w2, s2] = fy::optim::sharded_adamw(w, g, s, 0.1, "data", fy::optim::Sharding::gradients);
+    return std::tuple{fy::pmean(loss, "data"), w2, s2};
+  });
+  std::vector<fy::Array> w{fy::zeros({8})};
+  auto state = fy::optim::adamw_init_sharded(w);               // moments of 8 / N elements each
+  fy::Array x = fy::full({8}, 2.0 * (me + 1));                  // the processes' mean: N + 1
+  float first = 0, last = 0;
+  for (int i = 0; i < 100; ++i) {
+    auto [loss, w2, s2] = step(w, state, x);
+    (i == 0 ? first : last) = loss.to_vector<float>()[0];
+    w = w2;
+    state = s2;
+  }
+
+  const int n = fy::distributed::process_count();
+  check(state.mu[0].size() == (8 + n - 1) / n, "each process holds 1/N of the moments");
+  const float mean = static_cast<float>(n + 1);
+  check(std::abs(w[0].to_vector<float>()[0] - mean) < 0.05f && last < first,
+        "the shared w moves to the processes' mean");
+}
+
 void more_than_one_process() {
   if (std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_SIZE")) {  // launched
     fy::distributed::initialize();              // the launcher's processes, one axis named "data"
@@ -85,6 +115,7 @@ void more_than_one_process() {
     const int n = fy::distributed::process_count();
     const std::vector<float> sum = total(fy::full({3}, me + 1.0))[0].to_vector<float>();
     check(sum == std::vector<float>(3, n * (n + 1) / 2.0f), "psum: every process gets the sum");
+    sharded_training();
     return;
   }
   try {
