@@ -1,7 +1,9 @@
 // Places the halves of each asynchronous collective (lower_collectives.h), after the scheduler and
-// place_copies: each start as early as its operand exists, each done as late as its result's first
-// reader allows, so that the exchange runs while the kernels between them do (the all-reduce of one
-// layer's gradients beside the backward pass of the next). Every process places them the same way
+// place_copies: each done as late as its result's first reader allows, and each start early enough
+// that the kernels between them hide the exchange by the cost model (its ring bytes at the
+// interconnect's rate), but no earlier (so that its buffers are not held longer than that) and not
+// before its operand exists: the all-reduce of one layer's gradients runs beside the backward pass
+// of the next. Every process places them the same way
 // (the same program, the same pass), so their collectives still meet in the same order.
 //
 // Overlap holds the operand and the result of each exchange in flight from its start to its done.

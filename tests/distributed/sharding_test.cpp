@@ -201,3 +201,81 @@ TEST(ShardedMemory, StateAndParametersAtRestAreOneNth) {
 }
 
 }  // namespace
+
+namespace {
+
+// Under FSDP a gathered parameter is one more value to plan: inside a checkpoint, the policy
+// decides whether the backward pass keeps it or gathers it again (a recomputed all_gather), and
+// under a device limit the automatic planner chooses; the gradients are the same either way.
+std::vector<fy::Array> fsdp_grads(const std::optional<fy::Policy>& policy, int64_t limit, std::string* text,
+                                  int64_t* peak) {
+  constexpr int kLayers = 6;
+  const std::vector<fy::Shape> shape{{64, 64}};
+  std::vector<fy::Array> whole;
+  for (int i = 0; i < kLayers; ++i) {
+    std::vector<float> v(64 * 64);
+    for (size_t k = 0; k < v.size(); ++k) v[k] = 0.02f * static_cast<float>((k * 7 + static_cast<size_t>(i) * 13) % 11) - 0.1f;
+    whole.push_back(fy::Array::from(v, shape[0]));
+  }
+  const std::vector<fy::Array> shards = opt::shard(whole);
+  const fy::Array x = fy::full({16, 64}, 0.1 * (me() + 1));
+  // One layer: its parameter gathered from the shards where it is read, inside the layer's checkpoint.
+  auto layer = [shape](std::vector<fy::Tensor> in) {
+    fy::Tensor w = opt::gather_params(std::vector<fy::Tensor>{in[1]}, shape, "data")[0];
+    return std::vector<fy::Tensor>{fy::tanh(fy::matmul(in[0], w))};
+  };
+  // The loss too: the forward pass runs (gathers) before the backward pass needs the parameters.
+  auto step = fy::jit([&](Params p, fy::Tensor xs) {
+    auto [loss, g] = fy::value_and_grad([&](Params q) {
+      fy::Tensor h = xs;
+      for (const fy::Tensor& shard : q)
+        h = (policy ? fy::checkpoint(layer, *policy)(std::vector<fy::Tensor>{h, shard}) : layer({h, shard}))[0];
+      return fy::sum(h * h);
+    })(p);
+    g.push_back(loss);
+    return g;
+  });
+  fy::Compiled c = step.lower(shards, x).compile({.device_memory_limit = limit});
+  if (text) *text = c.as_text();
+  if (peak) *peak = c.memory_analysis().peak_memory_in_bytes;
+  std::vector<fy::Array> args = shards;
+  args.push_back(x);
+  std::vector<fy::Array> out = fy::testing::run_checked(c, args);
+  EXPECT_EQ(fy::testing::high_water_mismatch(c), "") << "process " << me();
+  return out;
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+void expect_same(const std::vector<fy::Array>& got, const std::vector<fy::Array>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t k = 0; k < want.size(); ++k) {
+    std::vector<float> g = got[k].to_vector<float>(), w = want[k].to_vector<float>();
+    for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(g[i], w[i], 1e-5f * (1 + std::abs(w[i]))) << what << " " << k << "/" << i;
+  }
+}
+
+TEST(Fsdp, AGatheredParameterIsKeptOrGatheredAgainByThePolicy) {
+  std::string kept, again;
+  int64_t kept_peak = 0, again_peak = 0;
+  const std::vector<fy::Array> want = fsdp_grads(std::nullopt, 0, &kept, &kept_peak);
+  const std::vector<fy::Array> regathered = fsdp_grads(fy::policies::nothing_saveable, 0, &again, &again_peak);
+  expect_same(regathered, want, "nothing_saveable");
+  // Gathered for the forward pass, and again (recomputed) for the backward pass: twice as many.
+  const size_t gathers_kept = count_of(kept, "all_gather_start"), gathers_again = count_of(again, "all_gather_start");
+  EXPECT_EQ(gathers_kept, 6u) << kept;
+  EXPECT_EQ(gathers_again, 12u) << again;
+  EXPECT_LT(again_peak, kept_peak) << "gathering again lets each gathered parameter go after its layer's forward pass";
+  // automatic, under a limit between the two peaks, fits and gives the same gradients.
+  const int64_t limit = (kept_peak + again_peak) / 2;
+  std::string chosen;
+  int64_t chosen_peak = 0;
+  expect_same(fsdp_grads(fy::policies::automatic, limit, &chosen, &chosen_peak), want, "automatic");
+  EXPECT_LE(chosen_peak, limit);
+}
+
+}  // namespace
