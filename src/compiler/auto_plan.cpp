@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <concepts>
 #include <map>
 #include <optional>
 #include <unordered_set>
@@ -24,7 +25,7 @@ namespace {
 using ir::ValueId;
 using Kind = AutoOption::Kind;
 
-size_t idx(ValueId v) { return static_cast<size_t>(v); }
+constexpr size_t idx(std::integral auto i) { return static_cast<size_t>(i); }
 
 // A candidate as the planner decides it: the twins of one forward value (one choice for all).
 struct Group {
@@ -50,7 +51,7 @@ std::shared_ptr<ir::Program> hoist_residual_work(const ir::Program& program) {
   const size_t n = p.equations.size();
   std::vector<int> def(p.values.size(), -1);
   for (size_t e = 0; e < n; ++e)
-    for (ValueId v : p.equations[e].outputs) def[static_cast<size_t>(v)] = static_cast<int>(e);
+    for (ValueId v : p.equations[e].outputs) def[idx(v)] = static_cast<int>(e);
   // An equation moves when it is automatic and reads only values defined before every automatic
   // equation's position by equations that stay (forward values) or by equations that move.
   std::vector<char> moves(n, 0);
@@ -65,12 +66,12 @@ std::shared_ptr<ir::Program> hoist_residual_work(const ir::Program& program) {
     bool ok = true;
     int last = -1;
     for (ValueId v : eq.inputs) {
-      const int d = def[static_cast<size_t>(v)];
+      const int d = def[idx(v)];
       if (d < 0) continue;  // a program input
-      const ir::Equation& producer = p.equations[static_cast<size_t>(d)];
-      if (producer.automatic && !moves[static_cast<size_t>(d)]) ok = false;
+      const ir::Equation& producer = p.equations[idx(d)];
+      if (producer.automatic && !moves[idx(d)]) ok = false;
       if (!producer.automatic && producer.rematerialized) ok = false;
-      last = std::max(last, moves[static_cast<size_t>(d)] ? after[static_cast<size_t>(d)] : d);
+      last = std::max(last, moves[idx(d)] ? after[idx(d)] : d);
     }
     if (!ok) continue;
     moves[e] = 1;
@@ -78,7 +79,7 @@ std::shared_ptr<ir::Program> hoist_residual_work(const ir::Program& program) {
   }
   std::vector<std::vector<size_t>> behind(n + 1);  // by position + 1: the moved equations after it
   for (size_t e = 0; e < n; ++e)
-    if (moves[e]) behind[static_cast<size_t>(after[e] + 1)].push_back(e);
+    if (moves[e]) behind[idx(after[e] + 1)].push_back(e);
   std::vector<ir::Equation> order;
   order.reserve(n);
   auto place_moved = [&](size_t slot) {
@@ -159,8 +160,8 @@ double chain_seconds(const ir::Program& bp, const Group& g, const Twins& twins, 
     total += seconds_of(eq, bp, rates, fused);
     for (ValueId v : eq.inputs) {
       int q = producer[idx(v)];
-      if (q < 0 || !bp.equations[static_cast<size_t>(q)].automatic || candidate_clone[idx(v)]) continue;
-      stack.push_back(static_cast<size_t>(q));
+      if (q < 0 || !bp.equations[idx(q)].automatic || candidate_clone[idx(v)]) continue;
+      stack.push_back(idx(q));
     }
   }
   return total;
@@ -169,7 +170,7 @@ double chain_seconds(const ir::Program& bp, const Group& g, const Twins& twins, 
 class Planner {
  public:
   Planner(const ir::Program& program, const Target& target, const PlanTail& tail)
-      : p0_(program), options_(target), tail_(tail),
+      : p0_(program), target_(target), tail_(tail),
         twins_(find_twins(program, target.fit_to_limit && target.device_memory_limit > 0)) {
     std::map<std::tuple<int, ValueId, bool>, size_t> group_of;
     for (size_t t = 0; t < twins_.twins.size(); ++t) {
@@ -210,7 +211,7 @@ class Planner {
     for (size_t v = 0; v < p0_.values.size() && v < p.values.size(); ++v) {
       if (covered[v] || returned[v] || producer0[v] < 0 || def[v] < 0 || readers[v].empty()) continue;
       if (p.type(static_cast<ValueId>(v)).kind != MemoryKind::device) continue;
-      if (p0_.equations[static_cast<size_t>(producer0[v])].prim == Primitive::device_put) continue;
+      if (p0_.equations[idx(producer0[v])].prim == Primitive::device_put) continue;
       std::vector<int> seq = readers[v];
       seq.push_back(def[v]);
       std::sort(seq.begin(), seq.end());
@@ -223,7 +224,7 @@ class Planner {
       bool known = true;
       for (int r : readers[v]) {
         if (r < b) continue;
-        ValueId first = p.equations[static_cast<size_t>(r)].outputs.empty() ? -1 : p.equations[static_cast<size_t>(r)].outputs[0];
+        ValueId first = p.equations[idx(r)].outputs.empty() ? -1 : p.equations[idx(r)].outputs[0];
         known = known && first >= 0 && idx(first) < first_output0.size() && first_output0[idx(first)];
         s.late.push_back(first);
       }
@@ -235,7 +236,7 @@ class Planner {
     });
     if (splits.size() > 4000) splits.resize(4000);
     for (Split& s : splits) {
-      twins_.twins.push_back(split_entry(s.v, static_cast<size_t>(producer0[idx(s.v)]), std::move(s.late)));
+      twins_.twins.push_back(split_entry(s.v, idx(producer0[idx(s.v)]), std::move(s.late)));
       Group g{-1, s.v, false, {twins_.twins.size() - 1}};
       g.early_end = s.a;
       g.late_begin = s.b;
@@ -270,121 +271,28 @@ class Planner {
     return out;
   }
 
-  // The choice posed on the all-saved plan.
+  // The choice posed on the all-saved plan: the bytes the rest of the program holds at each
+  // position, and a candidate per group that has a choice to make, with its options.
   AutoProblem problem(const Planned& saved) const {
-    const ir::Program& p = *saved.program;
-    const size_t n = p.equations.size();
-    const int last_pos = static_cast<int>(n);  // program outputs are read at the end
-    const Positions at(p);
-    const std::vector<int>& def = at.def;
-    const std::vector<std::vector<int>>& readers = at.readers;
-    // In the program as differentiation left it: the equations that read each value.
-    std::vector<std::vector<size_t>> readers0(p0_.values.size());
-    for (size_t e = 0; e < p0_.equations.size(); ++e)
-      for (ValueId v : p0_.equations[e].inputs) readers0[idx(v)].push_back(e);
-
+    const Posing pose = posing(saved);
     AutoProblem prob;
-    MemoryStats stats = memory_stats(p, *saved.plan);
-    prob.base.assign(n + 1, stats.argument_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes);
-    for (const Buffer& b : saved.plan->buffers) {
-      if (b.kind != MemoryKind::device || b.output_of >= 0) continue;
-      for (int q = std::max(b.start, 0); q <= std::min(b.end, last_pos); ++q) prob.base[static_cast<size_t>(q)] += b.size;
-    }
-    prob.limit = options_.device_memory_limit;
-
-    // Candidate bytes, then what an offload costs: the share of the step's compute that all
-    // candidates' transfers would take says how much of one transfer compute cannot hide.
-    std::vector<char> clone_is_candidate0(p0_.values.size(), 0);
-    std::vector<std::vector<char>> clone_is_candidate_body(twins_.pairs.size());
-    for (size_t i = 0; i < twins_.pairs.size(); ++i)
-      clone_is_candidate_body[i].assign(p0_.equations[twins_.pairs[i].backward].subprograms[0]->values.size(), 0);
-    for (const Twin& tw : twins_.twins)
-      if (tw.candidate && tw.clone >= 0) (tw.pair < 0 ? clone_is_candidate0 : clone_is_candidate_body[static_cast<size_t>(tw.pair)])[idx(tw.clone)] = 1;
-    std::vector<char> top_twin_eq(p0_.equations.size(), 0);
-    for (const Twin& tw : twins_.twins)
-      if (tw.pair < 0 && tw.clone >= 0) top_twin_eq[tw.clone_eq] = 1;
-    double transfer_total = 0;
-    std::vector<int64_t> bytes(groups_.size(), 0);
+    prob.base = live_bytes(saved);
+    prob.limit = target_.device_memory_limit;
     for (size_t g = 0; g < groups_.size(); ++g) {
       const Group& gr = groups_[g];
-      ValueId v = gr.pair < 0 ? gr.original : saved.stacked[gr.twins[0]];
-      if (v >= 0) bytes[g] = p.type(v).size_bytes();
-      transfer_total += 2.0 * static_cast<double>(bytes[g]) / options_.rates.link_bandwidth_bytes_per_s;
-    }
-    double compute = std::max(estimate_step_time(p, options_).compute_seconds, 1e-12);
-    // The part of a transfer the compute does not hide, plus the compute it slows where copies run
-    // on the compute's own cores (Target::copy_compute_share).
-    double exposed_share = std::min(1.0, std::clamp(transfer_total / compute, 0.05, 1.0) + options_.copy_compute_share);
-
-    for (size_t g = 0; g < groups_.size(); ++g) {
-      const Group& gr = groups_[g];
-      AutoCandidate c;
-      c.label = fmt::format("%{}{}", gr.original, gr.pair >= 0 ? fmt::format(" (scan pair {})", gr.pair) : "");
-      const double offload_seconds = 2.0 * static_cast<double>(bytes[g]) / options_.rates.link_bandwidth_bytes_per_s * exposed_share;
-      if (gr.late_begin >= 0) {
-        ValueId v = gr.original;
-        const int64_t b = p.type(v).size_bytes();
-        int d = def[idx(v)], last = *std::max_element(readers[idx(v)].begin(), readers[idx(v)].end());
-        c.options.push_back({Kind::save, 0.0, {{d, last, b}}});
-        c.options.push_back({Kind::offload, offload_seconds, {{d, std::max(gr.early_end, d + 1), b}, {gr.late_begin - 1, last, b}}});
-        for (int q = d; q <= last; ++q) prob.base[static_cast<size_t>(q)] -= b;
-      } else if (gr.pair < 0) {
-        ValueId v = gr.original;
-        if (def[idx(v)] < 0 || readers[idx(v)].empty()) continue;
-        // Backward readers: those that read the recomputation before it was replaced.
-        std::unordered_set<int> bwd_pos;
-        for (size_t t : gr.twins)
-          for (size_t e : readers0[idx(twins_.twins[t].clone)]) {
-            const ir::Equation& eq = p0_.equations[e];
-            if (top_twin_eq[e] || eq.outputs.empty()) continue;
-            auto it = at.of_first_output.find(eq.outputs[0]);
-            if (it != at.of_first_output.end()) bwd_pos.insert(it->second);
-          }
-        for (ValueId o : p0_.outputs)
-          for (size_t t : gr.twins)
-            if (o == twins_.twins[t].clone) bwd_pos.insert(last_pos);
-        int d = def[idx(v)], last = d, first_bwd = last_pos + 1, last_fwd = -1;
-        for (int r : readers[idx(v)]) {
-          last = std::max(last, r);
-          if (bwd_pos.count(r)) first_bwd = std::min(first_bwd, r);
-          else last_fwd = std::max(last_fwd, r);
-        }
-        if (first_bwd > last_pos) continue;  // nothing reads it late: no choice to make
-        const int64_t b = p.type(v).size_bytes();
-        const double recompute_seconds = chain_seconds(p0_, gr, twins_, clone_is_candidate0, options_, options_.fuse);
-        std::vector<AutoInterval> early;
-        if (last_fwd >= 0) early.push_back({d, last_fwd, b});
-        AutoInterval late{std::max(first_bwd - 1, d), last, b};
-        c.options.push_back({Kind::save, 0.0, {{d, last, b}}});
-        std::vector<AutoInterval> off = early;
-        if (off.empty()) off.push_back({d, d + 1, b});
-        off.push_back(late);
-        c.options.push_back({Kind::offload, offload_seconds, off});
-        std::vector<AutoInterval> rec = early;
-        rec.push_back(late);
-        c.options.push_back({Kind::recompute, recompute_seconds, rec});
-        for (int q = d; q <= last; ++q) prob.base[static_cast<size_t>(q)] -= b;
-      } else {
-        ValueId s = saved.stacked[gr.twins[0]];
-        if (s < 0 || def[idx(s)] < 0 || readers[idx(s)].empty()) continue;
-        const ir::Program& body = *p0_.equations[twins_.pairs[static_cast<size_t>(gr.pair)].backward].subprograms[0];
-        const int64_t length = p.type(s).shape.empty() ? 1 : p.type(s).shape[0];
-        const int64_t b = bytes[g], slice = length > 0 ? b / length : b;
-        int d = def[idx(s)], last = *std::max_element(readers[idx(s)].begin(), readers[idx(s)].end());
-        c.options.push_back({Kind::save, 0.0, {{d, last, b}}});
-        // Offloaded: the stack is in host memory; each scan streams a slice through two buffers.
-        c.options.push_back({Kind::offload, offload_seconds, {{d, d, 2 * slice}, {last, last, 2 * slice}}});
-        // Recomputed: a slice in the backward body while it runs.
-        if (!gr.stacked) {
-          const double recompute_seconds = static_cast<double>(length) *
-              chain_seconds(body, gr, twins_, clone_is_candidate_body[static_cast<size_t>(gr.pair)], options_,
-                            options_.fuse);
-          c.options.push_back({Kind::recompute, recompute_seconds, {{last, last, slice}}});
-        }
-        for (int q = d; q <= last; ++q) prob.base[static_cast<size_t>(q)] -= b;
-      }
+      const double offload_seconds =
+          2.0 * static_cast<double>(pose.bytes[g]) / target_.rates.link_bandwidth_bytes_per_s * pose.exposed_share;
+      std::vector<AutoOption> options = gr.late_begin >= 0 ? split_options(gr, pose, offload_seconds)
+                                        : gr.pair < 0     ? top_level_options(gr, pose, offload_seconds)
+                                                          : scan_pair_options(g, pose, saved, offload_seconds);
+      if (options.empty()) continue;  // no choice to make
+      // Saved (the first option), the group's bytes are the candidate's, no longer the base's.
+      const AutoInterval& kept = options[0].live.at(0);
+      for (int q = kept.first; q <= kept.last; ++q) prob.base[idx(q)] -= kept.bytes;
       problem_group_.push_back(g);
-      prob.candidates.push_back(std::move(c));
+      const std::string label =
+          fmt::format("%{}{}", gr.original, gr.pair >= 0 ? fmt::format(" (scan pair {})", gr.pair) : "");
+      prob.candidates.push_back({label, std::move(options)});
     }
     return prob;
   }
@@ -393,13 +301,159 @@ class Planner {
   std::vector<Kind> choices(const AutoProblem& prob, const std::vector<int>& choice, Kind others = Kind::save) const {
     std::vector<Kind> out(groups_.size(), others);
     for (size_t c = 0; c < prob.candidates.size(); ++c)
-      out[problem_group_[c]] = prob.candidates[c].options[static_cast<size_t>(choice[c])].kind;
+      out[problem_group_[c]] = prob.candidates[c].options[idx(choice[c])].kind;
     return out;
   }
 
  private:
+  // What posing the problem reads: the all-saved plan's positions, the program as differentiation
+  // left it, and what an offload costs.
+  struct Posing {
+    const ir::Program& p;  // the all-saved plan's program
+    Positions at;          // where its values are defined and read
+    // In the program as differentiation left it: the equations that read each value.
+    std::vector<std::vector<size_t>> readers0;
+    // Recomputed values that are candidates, at the top level and per scan pair's backward body.
+    std::vector<char> clone_is_candidate0;
+    std::vector<std::vector<char>> clone_is_candidate_body;
+    std::vector<char> top_twin_eq;  // per equation: a top-level twin's recomputation
+    std::vector<int64_t> bytes;     // per group: its device bytes (a scan pair's: the stack's)
+    double exposed_share = 0;       // of an offload's transfer, the part the compute does not hide
+  };
+
+  Posing posing(const Planned& saved) const {
+    const ir::Program& p = *saved.program;
+    Posing pose{p, Positions(p), std::vector<std::vector<size_t>>(p0_.values.size()), {}, {}, {}, {}, 0.0};
+    for (size_t e = 0; e < p0_.equations.size(); ++e)
+      for (ValueId v : p0_.equations[e].inputs) pose.readers0[idx(v)].push_back(e);
+    find_candidate_clones(pose);
+    price_transfers(pose, saved);
+    return pose;
+  }
+
+  // Which recomputed values are candidates (a candidate's value exists whatever is chosen for it),
+  // and which top-level equations recompute a twin.
+  void find_candidate_clones(Posing& pose) const {
+    pose.clone_is_candidate0.assign(p0_.values.size(), 0);
+    pose.clone_is_candidate_body.resize(twins_.pairs.size());
+    for (size_t i = 0; i < twins_.pairs.size(); ++i)
+      pose.clone_is_candidate_body[i].assign(p0_.equations[twins_.pairs[i].backward].subprograms[0]->values.size(), 0);
+    for (const Twin& tw : twins_.twins)
+      if (tw.candidate && tw.clone >= 0)
+        (tw.pair < 0 ? pose.clone_is_candidate0 : pose.clone_is_candidate_body[idx(tw.pair)])[idx(tw.clone)] = 1;
+    pose.top_twin_eq.assign(p0_.equations.size(), 0);
+    for (const Twin& tw : twins_.twins)
+      if (tw.pair < 0 && tw.clone >= 0) pose.top_twin_eq[tw.clone_eq] = 1;
+  }
+
+  // Candidate bytes, then what an offload costs: the share of the step's compute that all
+  // candidates' transfers would take says how much of one transfer compute cannot hide.
+  void price_transfers(Posing& pose, const Planned& saved) const {
+    double transfer_total = 0;
+    pose.bytes.assign(groups_.size(), 0);
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      const Group& gr = groups_[g];
+      ValueId v = gr.pair < 0 ? gr.original : saved.stacked[gr.twins[0]];
+      if (v >= 0) pose.bytes[g] = pose.p.type(v).size_bytes();
+      transfer_total += 2.0 * static_cast<double>(pose.bytes[g]) / target_.rates.link_bandwidth_bytes_per_s;
+    }
+    double compute = std::max(estimate_step_time(pose.p, target_).compute_seconds, 1e-12);
+    // The part of a transfer the compute does not hide, plus the compute it slows where copies run
+    // on the compute's own cores (Target::copy_compute_share).
+    pose.exposed_share = std::min(1.0, std::clamp(transfer_total / compute, 0.05, 1.0) + target_.copy_compute_share);
+  }
+
+  // The all-saved plan's device bytes at each position (n: the outputs read at the end): the
+  // arguments and outputs throughout, and each arena buffer over its life.
+  std::vector<int64_t> live_bytes(const Planned& saved) const {
+    const int last_pos = static_cast<int>(saved.program->equations.size());
+    MemoryStats stats = memory_stats(*saved.program, *saved.plan);
+    std::vector<int64_t> base(idx(last_pos) + 1,
+                              stats.argument_size_in_bytes + stats.output_size_in_bytes - stats.alias_size_in_bytes);
+    for (const Buffer& b : saved.plan->buffers) {
+      if (b.kind != MemoryKind::device || b.output_of >= 0) continue;
+      for (int q = std::max(b.start, 0); q <= std::min(b.end, last_pos); ++q) base[idx(q)] += b.size;
+    }
+    return base;
+  }
+
+  // A split (fit_to_limit): kept over its whole life, or offloaded over the gap between its early
+  // and late readers.
+  std::vector<AutoOption> split_options(const Group& gr, const Posing& pose, double offload_seconds) const {
+    const ValueId v = gr.original;
+    const std::vector<int>& readers = pose.at.readers[idx(v)];
+    const int64_t b = pose.p.type(v).size_bytes();
+    const int d = pose.at.def[idx(v)], last = *std::max_element(readers.begin(), readers.end());
+    return {{Kind::save, 0.0, {{d, last, b}}},
+            {Kind::offload, offload_seconds, {{d, std::max(gr.early_end, d + 1), b}, {gr.late_begin - 1, last, b}}}};
+  }
+
+  // A top-level value the backward pass reads: kept, offloaded (fetched back before its first
+  // backward reader) or recomputed there. None where nothing reads it late.
+  std::vector<AutoOption> top_level_options(const Group& gr, const Posing& pose, double offload_seconds) const {
+    const ValueId v = gr.original;
+    const int last_pos = static_cast<int>(pose.p.equations.size());  // program outputs are read at the end
+    if (pose.at.def[idx(v)] < 0 || pose.at.readers[idx(v)].empty()) return {};
+    // Backward readers: those that read the recomputation before it was replaced.
+    std::unordered_set<int> bwd_pos;
+    for (size_t t : gr.twins)
+      for (size_t e : pose.readers0[idx(twins_.twins[t].clone)]) {
+        const ir::Equation& eq = p0_.equations[e];
+        if (pose.top_twin_eq[e] || eq.outputs.empty()) continue;
+        auto it = pose.at.of_first_output.find(eq.outputs[0]);
+        if (it != pose.at.of_first_output.end()) bwd_pos.insert(it->second);
+      }
+    for (ValueId o : p0_.outputs)
+      for (size_t t : gr.twins)
+        if (o == twins_.twins[t].clone) bwd_pos.insert(last_pos);
+    int d = pose.at.def[idx(v)], last = d, first_bwd = last_pos + 1, last_fwd = -1;
+    for (int r : pose.at.readers[idx(v)]) {
+      last = std::max(last, r);
+      if (bwd_pos.count(r)) first_bwd = std::min(first_bwd, r);
+      else last_fwd = std::max(last_fwd, r);
+    }
+    if (first_bwd > last_pos) return {};  // nothing reads it late: no choice to make
+    const int64_t b = pose.p.type(v).size_bytes();
+    const double recompute_seconds = chain_seconds(p0_, gr, twins_, pose.clone_is_candidate0, target_, target_.fuse);
+    std::vector<AutoInterval> early;
+    if (last_fwd >= 0) early.push_back({d, last_fwd, b});
+    AutoInterval late{std::max(first_bwd - 1, d), last, b};
+    std::vector<AutoInterval> off = early;
+    if (off.empty()) off.push_back({d, d + 1, b});
+    off.push_back(late);
+    std::vector<AutoInterval> rec = early;
+    rec.push_back(late);
+    return {{Kind::save, 0.0, {{d, last, b}}},
+            {Kind::offload, offload_seconds, off},
+            {Kind::recompute, recompute_seconds, rec}};
+  }
+
+  // A value of a scan pair, in the stack the forward scan makes for the backward one: kept,
+  // offloaded (the stack in host memory, each scan streaming a slice through two buffers) or, where
+  // it is not a stacked residual, recomputed (a slice in the backward body while it runs). None
+  // where the plan has no such stack.
+  std::vector<AutoOption> scan_pair_options(size_t g, const Posing& pose, const Planned& saved,
+                                            double offload_seconds) const {
+    const Group& gr = groups_[g];
+    const ValueId s = saved.stacked[gr.twins[0]];
+    if (s < 0 || pose.at.def[idx(s)] < 0 || pose.at.readers[idx(s)].empty()) return {};
+    const ir::Program& body = *p0_.equations[twins_.pairs[idx(gr.pair)].backward].subprograms[0];
+    const int64_t length = pose.p.type(s).shape.empty() ? 1 : pose.p.type(s).shape[0];
+    const int64_t b = pose.bytes[g], slice = length > 0 ? b / length : b;
+    const std::vector<int>& readers = pose.at.readers[idx(s)];
+    const int d = pose.at.def[idx(s)], last = *std::max_element(readers.begin(), readers.end());
+    std::vector<AutoOption> options{{Kind::save, 0.0, {{d, last, b}}},
+                                    {Kind::offload, offload_seconds, {{d, d, 2 * slice}, {last, last, 2 * slice}}}};
+    if (!gr.stacked) {
+      const double recompute_seconds = static_cast<double>(length) *
+          chain_seconds(body, gr, twins_, pose.clone_is_candidate_body[idx(gr.pair)], target_, target_.fuse);
+      options.push_back({Kind::recompute, recompute_seconds, {{last, last, slice}}});
+    }
+    return options;
+  }
+
   const ir::Program& p0_;
-  const Target& options_;
+  const Target& target_;
   const PlanTail& tail_;
   Twins twins_;
   std::vector<Group> groups_;
@@ -446,7 +500,7 @@ class LimitSearch {
       if (planned.peak <= limit_) {
         r_.choice = sol.choice;
         if (to_prob)
-          for (size_t c = 0; c < r_.choice.size(); ++c) r_.choice[c] = (*to_prob)[c][static_cast<size_t>(r_.choice[c])];
+          for (size_t c = 0; c < r_.choice.size(); ++c) r_.choice[c] = (*to_prob)[c][idx(r_.choice[c])];
         return std::pair{std::move(planned), std::move(kinds)};
       }
       if (planned.peak < smallest_.peak) smallest_ = planned;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <concepts>
 #include <string>
 #include <unordered_map>
 
@@ -17,7 +18,7 @@ namespace {
 
 using ir::ValueId;
 
-size_t idx(ValueId v) { return static_cast<size_t>(v); }
+constexpr size_t idx(std::integral auto i) { return static_cast<size_t>(i); }
 
 // The text of bodies, printed once each: two bodies that print the same compute the same (a pass
 // such as prune_scans gives the forward scan and its whole recomputation equal bodies of their own).
@@ -164,22 +165,22 @@ Twins find_twins(const ir::Program& p, bool fit_to_limit) {
     if (!stacked_residuals) continue;
     const auto& pb = std::get<ir::ScanParams>(sb.params);
     const ir::Program& B = *sb.subprograms[0];
-    const size_t ncb = static_cast<size_t>(pb.num_carry), nxb = static_cast<size_t>(pb.num_xs);
+    const size_t ncb = idx(pb.num_carry), nxb = idx(pb.num_xs);
     // The forward scan: it stacked one of this scan's xs, and runs the other way. Operands are
     // taken as the forward values they equal: where differentiation recomputed the forward scan
     // whole for this one, its pair is the forward scan, which the recomputation is a twin of.
     int f = -1;
     for (size_t j = ncb; j < ncb + nxb && f < 0; ++j) {
       int q = producer[idx(top[idx(sb.inputs[j])])];
-      if (q < 0 || p.equations[static_cast<size_t>(q)].prim != Primitive::scan) continue;
-      const auto& pf = std::get<ir::ScanParams>(p.equations[static_cast<size_t>(q)].params);
+      if (q < 0 || p.equations[idx(q)].prim != Primitive::scan) continue;
+      const auto& pf = std::get<ir::ScanParams>(p.equations[idx(q)].params);
       if (pf.length == pb.length && pf.reverse != pb.reverse) f = q;
     }
     if (f < 0) continue;
-    const ir::Equation& sf = p.equations[static_cast<size_t>(f)];
+    const ir::Equation& sf = p.equations[idx(f)];
     const auto& pf = std::get<ir::ScanParams>(sf.params);
     const ir::Program& F = *sf.subprograms.at(0);
-    const size_t ncf = static_cast<size_t>(pf.num_carry), nxf = static_cast<size_t>(pf.num_xs);
+    const size_t ncf = idx(pf.num_carry), nxf = idx(pf.num_xs);
     std::vector<ValueId> canon(B.values.size(), -1);
     for (size_t j = ncb; j < sb.inputs.size(); ++j) {
       ValueId o = top[idx(sb.inputs[j])];
@@ -195,7 +196,7 @@ Twins find_twins(const ir::Program& p, bool fit_to_limit) {
       }
       canon[idx(B.inputs[j])] = mapped;
     }
-    out.pairs.push_back({static_cast<size_t>(f), b});
+    out.pairs.push_back({idx(f), b});
     const int pair = static_cast<int>(out.pairs.size() - 1);
     match(F, B, std::move(canon), pair, out);
     if (!stacked_residuals) continue;
@@ -303,6 +304,187 @@ void rebuild(ir::Program& p, const RegionEdit* fwd, const RegionEdit* bwd) {
     for (ValueId& v : p.outputs) v = resolve(bwd->ren, v);
 }
 
+// The type t in memory kind `kind`.
+ir::Type in_kind(ir::Type t, MemoryKind kind) {
+  t.kind = kind;
+  return t;
+}
+
+// Makes apply_twin_choices' choices in p (the program's copy), in the steps it runs, each a member
+// below. Values are added to p in the order of those steps.
+class ChoiceRewriter {
+ public:
+  ChoiceRewriter(ir::Program& p, const Twins& twins, const std::vector<TwinChoice>& choices, MemoryKind host,
+                 std::vector<ValueId>* stacked_of)
+      : p_(p), twins_(twins), choices_(choices), host_(host), stacked_of_(stacked_of) {}
+
+  // The top level's edit, applied last (apply_top_level): a saved clone's readers read its
+  // original; an offloaded clone's read a copy fetched back from the host copy made right after
+  // the original (one host copy per original); an offloaded split's late readers read a copy
+  // fetched back before the first of them.
+  void plan_top_level() {
+    top_.ren.assign(p_.values.size(), -1);
+    std::unordered_map<ValueId, size_t> position_of;  // an equation's first result -> its index
+    for (size_t e = 0; e < p_.equations.size(); ++e)
+      if (!p_.equations[e].outputs.empty()) position_of[p_.equations[e].outputs[0]] = e;
+    for (size_t t = 0; t < twins_.twins.size(); ++t) {
+      const Twin& tw = twins_.twins[t];
+      if (tw.pair >= 0 || !tw.candidate || choices_[t] == TwinChoice::recompute) continue;
+      if (tw.clone < 0) {  // a split: late readers read a fetched-back copy
+        if (choices_[t] == TwinChoice::offload) offload_split(tw, position_of);
+      } else if (choices_[t] == TwinChoice::save) {
+        top_.ren[idx(tw.clone)] = tw.original;
+      } else {
+        offload_clone(tw);
+      }
+    }
+    top_.ren.resize(p_.values.size(), -1);
+  }
+
+  // Scan pair pi: a saved or offloaded value becomes a new stacked result of the forward scan and a
+  // new xs operand of the backward one (offloaded: stacked in host memory, fetched back before its
+  // readers); an offloaded stacked residual's stack moves to host memory. Both bodies are rebuilt.
+  void rewrite_scan_pair(size_t pi) {
+    const ScanPair& sp = twins_.pairs[pi];
+    PairEdit pe(p_.equations[sp.forward], p_.equations[sp.backward]);
+    pe.be.ren.assign(pe.B->values.size(), -1);
+    for (size_t t = 0; t < twins_.twins.size(); ++t) {
+      const Twin& tw = twins_.twins[t];
+      if (tw.pair != static_cast<int>(pi) || !tw.candidate || choices_[t] == TwinChoice::recompute) continue;
+      const bool off = choices_[t] == TwinChoice::offload;
+      if (tw.stacked >= 0) {
+        if (stacked_of_) (*stacked_of_)[t] = pe.sf.outputs[idx(tw.stacked)];
+        if (off) stack_on_host(pe, tw);
+        continue;
+      }
+      const auto [slice, stacked] = stacked_slice(pe, tw, off);
+      if (stacked_of_) (*stacked_of_)[t] = stacked;
+      ValueId replacement = slice;
+      if (off) {
+        replacement = pe.B->add_value(pe.F->type(tw.original));
+        pe.be.fetch_before[tw.clone_eq].emplace_back(slice, replacement);
+      }
+      pe.be.ren.resize(pe.B->values.size(), -1);
+      pe.be.ren[idx(tw.clone)] = replacement;
+    }
+    pe.be.ren.resize(pe.B->values.size(), -1);
+    rebuild(*pe.F, &pe.fe, nullptr);
+    rebuild(*pe.B, nullptr, &pe.be);
+    eliminate_dead_code(*pe.B);
+    pe.sf.subprograms[0] = pe.F;
+    pe.sb.subprograms[0] = pe.B;
+  }
+
+  // The top level's edit made; then dead code removed and unused scan operands and results pruned.
+  void apply_top_level() {
+    top_.ren.resize(p_.values.size(), -1);  // stacked values were added
+    rebuild(p_, &top_, &top_);
+    eliminate_dead_code(p_);
+    prune_scans(p_);
+  }
+
+ private:
+  // One scan pair's rewrite: the two scans, copies of their bodies, and the edits of the bodies.
+  struct PairEdit {
+    PairEdit(ir::Equation& forward, ir::Equation& backward)
+        : sf(forward), sb(backward), F(std::make_shared<ir::Program>(*forward.subprograms[0])),
+          B(std::make_shared<ir::Program>(*backward.subprograms[0])) {}
+    ir::Equation& sf;  // the forward scan
+    ir::Equation& sb;  // the backward scan
+    std::shared_ptr<ir::Program> F, B;
+    RegionEdit fe, be;
+    // Per choice (saved, offloaded): forward body value -> (its slice, an input of B; the stack, a
+    // top-level value).
+    std::unordered_map<ValueId, std::pair<ValueId, ValueId>> slice_of[2];
+  };
+
+  // A split's late readers read a copy fetched back before the first of them, from a host copy
+  // made after the original's equation.
+  void offload_split(const Twin& tw, const std::unordered_map<ValueId, size_t>& position_of) {
+    std::vector<size_t> late;
+    for (ValueId r : tw.late_readers)
+      if (auto it = position_of.find(r); it != position_of.end()) late.push_back(it->second);
+    if (late.empty()) return;
+    ValueId h = p_.add_value(in_kind(p_.type(tw.original), host_)), back = p_.add_value(p_.type(tw.original));
+    top_.offload_after[tw.original_eq].emplace_back(tw.original, h);
+    top_.fetch_before[*std::min_element(late.begin(), late.end())].emplace_back(h, back);
+    for (size_t e : late) top_.rename_in[e].emplace_back(tw.original, back);
+  }
+
+  // The clone's readers read a copy fetched back just before the clone's equation, from the host
+  // copy of the original (made after the original's equation, once per original).
+  void offload_clone(const Twin& tw) {
+    auto [it, fresh] = host_copy_.emplace(tw.original, -1);
+    if (fresh) {
+      it->second = p_.add_value(in_kind(p_.type(tw.original), host_));
+      top_.offload_after[tw.original_eq].emplace_back(tw.original, it->second);
+    }
+    ValueId back = p_.add_value(p_.type(tw.original));
+    top_.ren.resize(p_.values.size(), -1);
+    top_.fetch_before[tw.clone_eq].emplace_back(it->second, back);
+    top_.ren[idx(tw.clone)] = back;
+  }
+
+  // A stacked residual's stack moves to host memory: the forward body copies each step's slice
+  // out, the backward body fetches it back before it reads it.
+  void stack_on_host(PairEdit& pe, const Twin& tw) {
+    ir::Program &F = *pe.F, &B = *pe.B;
+    const size_t k = idx(tw.stacked);
+    const ValueId s = pe.sf.outputs[k];
+    ValueId h = F.add_value(in_kind(F.type(F.outputs[k]), host_));
+    pe.fe.offload_after[producer_in(F, F.outputs[k])].emplace_back(F.outputs[k], h);
+    F.outputs[k] = h;
+    p_.values[idx(s)].kind = host_;
+    for (size_t j = 0; j < pe.sb.inputs.size(); ++j) {
+      // The operand may be a whole recomputation's result equal to s: it reads s, on the host.
+      if (forward_value(twins_, pe.sb.inputs[j]) != s) continue;
+      pe.sb.inputs[j] = s;
+      ValueId in = B.inputs[j];
+      ValueId dev = B.add_value(B.type(in));
+      B.values[idx(in)].kind = host_;
+      pe.be.fetch_before[0].emplace_back(in, dev);
+      pe.be.ren.resize(B.values.size(), -1);
+      pe.be.ren[idx(in)] = dev;
+    }
+  }
+
+  // The forward scan stacks tw's original (offloaded: its host copy) as a new result, which the
+  // backward scan reads as a new xs operand; once per original and choice. Returns (the backward
+  // body's slice input, the stacked top-level value).
+  std::pair<ValueId, ValueId> stacked_slice(PairEdit& pe, const Twin& tw, bool off) {
+    auto [it, fresh] = pe.slice_of[off].emplace(tw.original, std::pair<ValueId, ValueId>{-1, -1});
+    if (!fresh) return it->second;
+    ir::Program &F = *pe.F, &B = *pe.B;
+    auto& pb = std::get<ir::ScanParams>(pe.sb.params);
+    ValueId stacked_in_body = tw.original;
+    if (off) {
+      stacked_in_body = F.add_value(in_kind(F.type(tw.original), host_));
+      pe.fe.offload_after[tw.original_eq].emplace_back(tw.original, stacked_in_body);
+    }
+    ir::Type slice = F.type(stacked_in_body);
+    ir::Type stacked = slice;
+    stacked.shape.insert(stacked.shape.begin(), pb.length);
+    F.outputs.push_back(stacked_in_body);
+    ValueId s = p_.add_value(stacked);
+    pe.sf.outputs.push_back(s);
+    ValueId x = B.add_value(slice);
+    const auto at = static_cast<std::ptrdiff_t>(pb.num_carry + pb.num_xs);
+    B.inputs.insert(B.inputs.begin() + at, x);
+    pe.sb.inputs.insert(pe.sb.inputs.begin() + at, s);
+    pb.num_xs += 1;
+    it->second = {x, s};
+    return it->second;
+  }
+
+  ir::Program& p_;
+  const Twins& twins_;
+  const std::vector<TwinChoice>& choices_;
+  const MemoryKind host_;
+  std::vector<ValueId>* stacked_of_;
+  RegionEdit top_;
+  std::unordered_map<ValueId, ValueId> host_copy_;  // top level: forward value -> its host copy
+};
+
 }  // namespace
 
 std::shared_ptr<ir::Program> apply_twin_choices(const ir::Program& program, const Twins& twins,
@@ -311,137 +493,10 @@ std::shared_ptr<ir::Program> apply_twin_choices(const ir::Program& program, cons
   if (choices.size() != twins.twins.size()) throw Error(ErrorCode::internal, "apply_twin_choices: a choice per twin");
   if (stacked_of) stacked_of->assign(twins.twins.size(), -1);
   auto out = std::make_shared<ir::Program>(program);
-  ir::Program& p = *out;
-
-  // Top level.
-  RegionEdit top;
-  top.ren.assign(p.values.size(), -1);
-  std::unordered_map<ValueId, ValueId> offloaded;  // forward value -> its host copy
-  std::unordered_map<ValueId, size_t> position_of;  // an equation's first result -> its index
-  for (size_t e = 0; e < p.equations.size(); ++e)
-    if (!p.equations[e].outputs.empty()) position_of[p.equations[e].outputs[0]] = e;
-  for (size_t t = 0; t < twins.twins.size(); ++t) {
-    const Twin& tw = twins.twins[t];
-    if (tw.pair >= 0 || !tw.candidate || choices[t] == TwinChoice::recompute) continue;
-    if (tw.clone < 0) {  // a split: late readers read a fetched-back copy
-      if (choices[t] != TwinChoice::offload) continue;
-      std::vector<size_t> late;
-      for (ValueId r : tw.late_readers)
-        if (auto it = position_of.find(r); it != position_of.end()) late.push_back(it->second);
-      if (late.empty()) continue;
-      ir::Type t_host = p.type(tw.original);
-      t_host.kind = host;
-      ValueId h = p.add_value(t_host), back = p.add_value(p.type(tw.original));
-      top.offload_after[tw.original_eq].emplace_back(tw.original, h);
-      top.fetch_before[*std::min_element(late.begin(), late.end())].emplace_back(h, back);
-      for (size_t e : late) top.rename_in[e].emplace_back(tw.original, back);
-      continue;
-    }
-    if (choices[t] == TwinChoice::save) {
-      top.ren[idx(tw.clone)] = tw.original;
-      continue;
-    }
-    auto [it, fresh] = offloaded.emplace(tw.original, -1);
-    if (fresh) {
-      ir::Type t_host = p.type(tw.original);
-      t_host.kind = host;
-      it->second = p.add_value(t_host);
-      top.offload_after[tw.original_eq].emplace_back(tw.original, it->second);
-    }
-    ValueId back = p.add_value(p.type(tw.original));
-    top.ren.resize(p.values.size(), -1);
-    top.fetch_before[tw.clone_eq].emplace_back(it->second, back);
-    top.ren[idx(tw.clone)] = back;
-  }
-  top.ren.resize(p.values.size(), -1);
-
-  // Scan pairs: a saved or offloaded value becomes a new stacked result of the forward scan and a
-  // new xs operand of the backward one.
-  for (size_t pi = 0; pi < twins.pairs.size(); ++pi) {
-    const ScanPair& sp = twins.pairs[pi];
-    ir::Equation& sf = p.equations[sp.forward];
-    ir::Equation& sb = p.equations[sp.backward];
-    auto F = std::make_shared<ir::Program>(*sf.subprograms[0]);
-    auto B = std::make_shared<ir::Program>(*sb.subprograms[0]);
-    auto& pb = std::get<ir::ScanParams>(sb.params);
-    const int64_t length = pb.length;
-    RegionEdit fe, be;
-    be.ren.assign(B->values.size(), -1);
-    std::unordered_map<ValueId, std::pair<ValueId, ValueId>> slice_of[2];  // per choice: F value -> (B input, stacked)
-    for (size_t t = 0; t < twins.twins.size(); ++t) {
-      const Twin& tw = twins.twins[t];
-      if (tw.pair != static_cast<int>(pi) || !tw.candidate || choices[t] == TwinChoice::recompute) continue;
-      const bool off = choices[t] == TwinChoice::offload;
-      if (tw.stacked >= 0) {
-        if (stacked_of) (*stacked_of)[t] = sf.outputs[static_cast<size_t>(tw.stacked)];
-        if (!off) continue;
-        // The stack moves to host memory: the forward body copies each step's slice out, the
-        // backward body fetches it back before it reads it.
-        const size_t k = static_cast<size_t>(tw.stacked);
-        ValueId s = sf.outputs[k];
-        ir::Type th = F->type(F->outputs[k]);
-        th.kind = host;
-        ValueId h = F->add_value(th);
-        fe.offload_after[producer_in(*F, F->outputs[k])].emplace_back(F->outputs[k], h);
-        F->outputs[k] = h;
-        p.values[idx(s)].kind = host;
-        for (size_t j = 0; j < sb.inputs.size(); ++j) {
-          // The operand may be a whole recomputation's result equal to s: it reads s, on the host.
-          if (forward_value(twins, sb.inputs[j]) != s) continue;
-          sb.inputs[j] = s;
-          ValueId in = B->inputs[j];
-          ValueId dev = B->add_value(B->type(in));
-          B->values[idx(in)].kind = host;
-          be.fetch_before[0].emplace_back(in, dev);
-          be.ren.resize(B->values.size(), -1);
-          be.ren[idx(in)] = dev;
-        }
-        if (stacked_of) (*stacked_of)[t] = s;
-        continue;
-      }
-      auto [it, fresh] = slice_of[off].emplace(tw.original, std::pair<ValueId, ValueId>{-1, -1});
-      if (fresh) {
-        ValueId stacked_in_body = tw.original;
-        if (off) {
-          ir::Type th = F->type(tw.original);
-          th.kind = host;
-          stacked_in_body = F->add_value(th);
-          fe.offload_after[tw.original_eq].emplace_back(tw.original, stacked_in_body);
-        }
-        ir::Type slice = F->type(stacked_in_body);
-        ir::Type stacked = slice;
-        stacked.shape.insert(stacked.shape.begin(), length);
-        F->outputs.push_back(stacked_in_body);
-        ValueId s = p.add_value(stacked);
-        sf.outputs.push_back(s);
-        ValueId x = B->add_value(slice);
-        const size_t at = static_cast<size_t>(pb.num_carry + pb.num_xs);
-        B->inputs.insert(B->inputs.begin() + static_cast<std::ptrdiff_t>(at), x);
-        sb.inputs.insert(sb.inputs.begin() + static_cast<std::ptrdiff_t>(at), s);
-        pb.num_xs += 1;
-        it->second = {x, s};
-      }
-      if (stacked_of) (*stacked_of)[t] = it->second.second;
-      ValueId replacement = it->second.first;
-      if (off) {
-        replacement = B->add_value(F->type(tw.original));
-        be.fetch_before[tw.clone_eq].emplace_back(it->second.first, replacement);
-      }
-      be.ren.resize(B->values.size(), -1);
-      be.ren[idx(tw.clone)] = replacement;
-    }
-    be.ren.resize(B->values.size(), -1);
-    rebuild(*F, &fe, nullptr);
-    rebuild(*B, nullptr, &be);
-    eliminate_dead_code(*B);
-    sf.subprograms[0] = F;
-    sb.subprograms[0] = B;
-  }
-
-  top.ren.resize(p.values.size(), -1);  // stacked values were added
-  rebuild(p, &top, &top);
-  eliminate_dead_code(p);
-  prune_scans(p);
+  ChoiceRewriter rewrite(*out, twins, choices, host, stacked_of);
+  rewrite.plan_top_level();
+  for (size_t pi = 0; pi < twins.pairs.size(); ++pi) rewrite.rewrite_scan_pair(pi);
+  rewrite.apply_top_level();
   return out;
 }
 

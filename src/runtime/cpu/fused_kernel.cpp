@@ -6,19 +6,22 @@
 // each row is reduced inside one block in a fixed order, so the result does not depend on the
 // number of threads; consecutive runs of blocks go to the threads of parallel_for.
 //
-// The body is turned into a recipe once (cached by body, so a run allocates nothing): each value
-// gets a place (an operand's memory read in place, or a slot of the thread's region, reused once
-// the value is dead). A region that fits kStackRegion lives on the thread's stack, like a
-// kernel's per-dimension bookkeeping, so that fusion adds nothing to the memory plan; a bigger one
-// (rows longer than a block, or very large bodies) is the kernel's declared workspace, one region
-// per thread) and a width: a *scalar* (one number, read with stride 0: constants
-// and anything computed from scalars alone, even where the body's type is the full domain), a *row*
-// (one number per row of the block) or *full* (every element of the block).
+// The body is turned into a recipe once, when the executable is made (prepare_fused), so a run
+// allocates nothing. In the recipe each value has a width: a *scalar* (one number, read with
+// stride 0: constants and anything computed from scalars alone, even where the body's type is the
+// full domain), a *row* (one number per row of the block) or *full* (every element of the block);
+// and a place: an operand's memory read in place, or a slot of the thread's region, reused once
+// the value is dead. A region that fits kStackRegion lives on the thread's stack, like a kernel's
+// per-dimension bookkeeping, so that fusion adds nothing to the memory plan; a bigger one (rows
+// longer than a block, or very large bodies) is the kernel's declared workspace, one region per
+// thread.
 #include <algorithm>
 #include <cmath>
+#include <concepts>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <queue>
 
 #include "prims/fused_body.h"
@@ -34,10 +37,14 @@ namespace {
 
 using prims::FusedClass;
 
+constexpr size_t idx(std::integral auto i) { return static_cast<size_t>(i); }
+
 // Elements of a block, and the most stack one thread's region may use (16 blocks).
 constexpr int64_t kBlock = prims::kFusedBlock;
 constexpr int64_t kStackRegion = 16 * kBlock * 4;
 enum class Width : uint8_t { scalar, row, full };
+constexpr size_t kNumWidths = 3;
+constexpr size_t idx(Width w) { return static_cast<size_t>(w); }
 
 // Where a value's block lives while a block runs.
 struct Place {
@@ -78,10 +85,16 @@ struct Recipe {
   std::vector<Step> steps;
   std::vector<Gather> gathers;
   int full_slots = 0, row_slots = 0, scalar_slots = 0;
-  int64_t region_bytes = 0;  // one thread's slots
+  int64_t region_bytes = 0;  // one thread's slots, then the block's pointer table (one per value)
 };
 
 int64_t floats_bytes(int64_t n) { return (n * 4 + 63) / 64 * 64; }
+
+// The bytes of one thread's slots: full slots, row slots, then scalar slots (the pointer table follows).
+int64_t slots_bytes(const Recipe& r) {
+  return r.full_slots * floats_bytes(r.block_elems) + r.row_slots * floats_bytes(r.block_rows) +
+         floats_bytes(r.scalar_slots);
+}
 
 bool aliasing(const ir::Program& body, const ir::Equation& eq) {
   switch (eq.prim) {
@@ -103,115 +116,48 @@ uint32_t bits_of(float f) {
   return u;
 }
 
-std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
-  auto r = std::make_shared<Recipe>();
-  r->layout = prims::fused_layout(body);
-  const prims::FusedLayout& l = r->layout;
-  r->block_rows = std::min(std::max<int64_t>(1, l.rows), l.cols > 0 ? std::max<int64_t>(1, kBlock / l.cols) : kBlock);
-  r->block_elems = r->block_rows * l.cols;
-  const size_t nv = body.values.size();
-  r->width.assign(nv, Width::scalar);
-  r->place.assign(nv, Place{});
-  std::vector<ir::ValueId> root(nv);  // the value whose place an alias shares
-  for (size_t v = 0; v < nv; ++v) root[v] = static_cast<ir::ValueId>(v);
-  auto W = [&](ir::ValueId v) -> Width& { return r->width[static_cast<size_t>(v)]; };
+// Builds a body's recipe in the steps make_recipe runs, each a member below. Values that share
+// memory (an identity's result and its operand) share a root: the value whose place they take.
+class RecipeBuilder {
+ public:
+  explicit RecipeBuilder(const ir::Program& body)
+      : body_(body), r_(std::make_shared<Recipe>()), root_(body.values.size()) {
+    for (size_t v = 0; v < root_.size(); ++v) root_[v] = static_cast<ir::ValueId>(v);
+  }
 
-  // Widths and steps, in body order; places come after, from the live ranges.
-  for (size_t i = 0; i < body.inputs.size(); ++i) {
-    ir::ValueId v = body.inputs[i];
-    const FusedClass c = l.value_class[static_cast<size_t>(v)];
-    if (c == FusedClass::source) continue;
-    W(v) = c == FusedClass::full ? Width::full : c == FusedClass::row ? Width::row : Width::scalar;
-    if (body.type(v).dtype != DType::boolean && c != FusedClass::scalar) {
-      r->place[static_cast<size_t>(v)] = Place{Place::Kind::operand, static_cast<int>(i)};
-    } else {
-      Step s{.op = Step::Op::load, .out = v, .operand = static_cast<int>(i)};
-      r->steps.push_back(s);
+  // Blocks of whole rows, about kBlock elements each (one row when a row is longer); every value a
+  // scalar with no place yet.
+  void size_blocks() {
+    Recipe& r = *r_;
+    r.layout = prims::fused_layout(body_);
+    const prims::FusedLayout& l = r.layout;
+    r.block_rows = std::min(std::max<int64_t>(1, l.rows), l.cols > 0 ? std::max<int64_t>(1, kBlock / l.cols) : kBlock);
+    r.block_elems = r.block_rows * l.cols;
+    r.width.assign(body_.values.size(), Width::scalar);
+    r.place.assign(body_.values.size(), Place{});
+  }
+
+  // Each operand's width. A full or row operand that is not bool is read in place; a scalar or
+  // bool one is loaded into a slot by a step (a source operand is read only by its gathers).
+  void read_operands() {
+    for (size_t i = 0; i < body_.inputs.size(); ++i) {
+      const ir::ValueId v = body_.inputs[i];
+      const FusedClass c = value_class(v);
+      if (c == FusedClass::source) continue;
+      W(v) = c == FusedClass::full ? Width::full : c == FusedClass::row ? Width::row : Width::scalar;
+      if (body_.type(v).dtype != DType::boolean && c != FusedClass::scalar) {
+        r_->place[idx(v)] = Place{Place::Kind::operand, static_cast<int>(i)};
+      } else {
+        r_->steps.push_back(Step{.op = Step::Op::load, .out = v, .operand = static_cast<int>(i)});
+      }
     }
   }
-  for (const ir::Equation& eq : body.equations) {
-    const ir::ValueId out = eq.outputs[0];
-    Step s{.prim = eq.prim, .out = out, .num_in = static_cast<int>(eq.inputs.size())};
-    for (size_t i = 0; i < eq.inputs.size(); ++i) s.in[i] = eq.inputs[i];
-    s.out_bool = body.type(out).dtype == DType::boolean;
-    s.out_dtype = body.type(out).dtype;
-    if (!eq.inputs.empty()) s.in_dtype = body.type(eq.inputs[0]).dtype;
-    if (eq.prim == Primitive::select) s.in_dtype = body.type(eq.inputs[1]).dtype;
-    const FusedClass oc = l.value_class[static_cast<size_t>(out)];
-    switch (eq.prim) {
-      case Primitive::constant: {
-        const double v = std::get<ir::ConstantParams>(eq.params).value;
-        s.op = Step::Op::constant;
-        if (s.out_dtype == DType::i32) {  // as constant_kernel converts it (convert.h)
-          s.bits = static_cast<uint32_t>(float_to_i32(v));
-        } else {
-          s.bits = bits_of(s.out_bool ? (v != 0 ? 1.0f : 0.0f) : static_cast<float>(v));
-        }
-        W(out) = Width::scalar;
-        break;
-      }
-      case Primitive::iota: {
-        const auto& p = std::get<ir::IotaParams>(eq.params);
-        const Shape& shape = body.type(out).shape;
-        s.op = Step::Op::iota;
-        s.iota_n = shape.at(static_cast<size_t>(p.dimension));
-        for (size_t d = static_cast<size_t>(p.dimension) + 1; d < shape.size(); ++d) s.iota_inner *= shape[d];
-        W(out) = oc == FusedClass::scalar ? Width::scalar : Width::full;
-        break;
-      }
-      case Primitive::threefry2x32: {
-        s.op = Step::Op::threefry;
-        s.out2 = eq.outputs[1];
-        Width w = Width::scalar;
-        for (int i = 0; i < s.num_in; ++i) w = std::max(w, W(s.in[static_cast<size_t>(i)]));
-        W(out) = W(s.out2) = w;
-        break;
-      }
-      case Primitive::reduce_sum: case Primitive::reduce_max: case Primitive::reduce_min:
-        s.op = W(s.in[0]) == Width::scalar ? Step::Op::reduce_scalar : Step::Op::reduce;
-        // A domain of one row has one number per reduction: a scalar (its only block has one row).
-        W(out) = W(s.in[0]) == Width::scalar || l.rows == 1 ? Width::scalar : Width::row;
-        break;
-      case Primitive::broadcast_in_dim: {
-        const ir::ValueId x = s.in[0];
-        const FusedClass xc = l.value_class[static_cast<size_t>(x)];
-        if (xc == FusedClass::source) {
-          const auto& dims = std::get<ir::BroadcastInDimParams>(eq.params).broadcast_dimensions;
-          const Shape& xs = body.type(x).shape;
-          Gather g;
-          int64_t stride = 1;
-          for (size_t d = xs.size(); d-- > 0;) {
-            if (xs[d] != 1) g.stride[static_cast<size_t>(dims[d])] = stride;
-            stride *= xs[d];
-          }
-          s.op = Step::Op::gather;
-          s.gather = static_cast<int>(r->gathers.size());
-          r->gathers.push_back(g);
-          for (size_t i = 0; i < body.inputs.size(); ++i)
-            if (body.inputs[i] == x) s.operand = static_cast<int>(i);
-          W(out) = Width::full;
-        } else if (W(x) == Width::row && oc == FusedClass::full) {
-          s.op = Step::Op::expand_rows;
-          W(out) = Width::full;
-        } else {  // a scalar stays one; the identity keeps its operand's place
-          W(out) = W(x);
-          root[static_cast<size_t>(out)] = root[static_cast<size_t>(x)];
-          continue;
-        }
-        break;
-      }
-      default: {
-        Width w = Width::scalar;
-        for (int i = 0; i < s.num_in; ++i) w = std::max(w, W(s.in[static_cast<size_t>(i)]));
-        W(out) = w;
-        if (aliasing(body, eq)) {
-          root[static_cast<size_t>(out)] = root[static_cast<size_t>(s.in[0])];
-          continue;
-        }
-        if (eq.prim == Primitive::convert_element_type) s.op = Step::Op::convert;
-      }
-    }
-    r->steps.push_back(s);
+
+  // A step per equation, in body order, and the width of its results. An identity (a reshape, a
+  // broadcast that keeps the width, ...) makes no step: its result shares its operand's root.
+  void add_steps() {
+    for (const ir::Equation& eq : body_.equations)
+      if (std::optional<Step> s = step_for(eq)) r_->steps.push_back(*s);
   }
 
   // A result that is an operand's memory under another name (an identity of an input) is copied
@@ -219,75 +165,205 @@ std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
   // reads from it (results are written after every step).
   // The copy is a value of its own (numbered after the body's), so the body's own readers of the
   // identity still read the operand.
-  r->result.assign(body.outputs.begin(), body.outputs.end());
-  for (size_t o = 0; o < body.outputs.size(); ++o) {
-    const ir::ValueId v = body.outputs[o];
-    const ir::ValueId rt = root[static_cast<size_t>(v)];
-    if (r->place[static_cast<size_t>(rt)].kind != Place::Kind::operand) continue;
-    const auto copy = static_cast<ir::ValueId>(r->width.size());
-    r->width.push_back(r->width[static_cast<size_t>(v)]);
-    r->place.emplace_back();
-    root.push_back(copy);
-    Step s{.op = Step::Op::copy, .out = copy, .num_in = 1};
-    s.in[0] = rt;
-    r->steps.push_back(s);
-    for (size_t k = o; k < body.outputs.size(); ++k)  // the same value returned twice: one copy
-      if (body.outputs[k] == v) r->result[k] = copy;
+  void copy_results_read_in_place() {
+    Recipe& r = *r_;
+    r.result.assign(body_.outputs.begin(), body_.outputs.end());
+    for (size_t o = 0; o < body_.outputs.size(); ++o) {
+      const ir::ValueId v = body_.outputs[o];
+      const ir::ValueId rt = root_[idx(v)];
+      if (r.place[idx(rt)].kind != Place::Kind::operand) continue;
+      const auto copy = static_cast<ir::ValueId>(r.width.size());
+      r.width.push_back(r.width[idx(v)]);
+      r.place.emplace_back();
+      root_.push_back(copy);
+      Step s{.op = Step::Op::copy, .out = copy, .num_in = 1};
+      s.in[0] = rt;
+      r.steps.push_back(s);
+      for (size_t k = o; k < body_.outputs.size(); ++k)  // the same value returned twice: one copy
+        if (body_.outputs[k] == v) r.result[k] = copy;
+    }
   }
-  const size_t nv_all = r->width.size();
 
-  // Places: slots by width, each reused once every value sharing it has been read for the last
-  // time (outputs are read at the end of the block, after every step).
-  const int n = static_cast<int>(r->steps.size());
-  std::vector<int> last(nv_all, -1);
-  for (int i = 0; i < n; ++i)
-    for (int k = 0; k < r->steps[static_cast<size_t>(i)].num_in; ++k)
-      last[static_cast<size_t>(root[static_cast<size_t>(r->steps[static_cast<size_t>(i)].in[static_cast<size_t>(k)])])] = i;
-  for (ir::ValueId v : r->result) last[static_cast<size_t>(root[static_cast<size_t>(v)])] = n;
-  std::array<std::vector<int>, 3> free_slots;
-  std::array<int, 3> count{0, 0, 0};
-  // (last use, root) of slots in use, the soonest to die on top. (The slots a step frees may be
-  // reused in any order: the count of each width, all the plan sees, is the most values of that
-  // width alive at once.)
-  using Held = std::pair<int, ir::ValueId>;
-  std::priority_queue<Held, std::vector<Held>, std::greater<>> holding;
-  std::vector<int> slot_of(nv_all, -1);
-  for (int i = 0; i < n; ++i) {
-    while (!holding.empty() && holding.top().first < i) {  // free the slots whose values died before step i
-      const ir::ValueId v = holding.top().second;
-      free_slots[static_cast<size_t>(W(v))].push_back(slot_of[static_cast<size_t>(v)]);
-      holding.pop();
+  // Slots by width, each reused once every value sharing it has been read for the last time
+  // (outputs are read at the end of the block, after every step). Sets the count of slots of each
+  // width and returns each root's slot among those of its width (-1: none).
+  std::vector<int> assign_slots() {
+    Recipe& r = *r_;
+    const size_t nv = r.width.size();
+    const int n = static_cast<int>(r.steps.size());
+    std::vector<int> last(nv, -1);
+    for (int i = 0; i < n; ++i) {
+      const Step& s = r.steps[idx(i)];
+      for (int k = 0; k < s.num_in; ++k) last[idx(root_[idx(s.in[idx(k)])])] = i;
     }
-    for (const ir::ValueId out : {r->steps[static_cast<size_t>(i)].out, r->steps[static_cast<size_t>(i)].out2}) {
-      if (out < 0 || root[static_cast<size_t>(out)] != out) continue;
-      auto& fl = free_slots[static_cast<size_t>(W(out))];
-      int slot;
-      if (!fl.empty()) {
-        slot = fl.back();
-        fl.pop_back();
-      } else {
-        slot = count[static_cast<size_t>(W(out))]++;
+    for (ir::ValueId v : r.result) last[idx(root_[idx(v)])] = n;
+    std::array<std::vector<int>, kNumWidths> free_slots;
+    std::array<int, kNumWidths> count{0, 0, 0};
+    // (last use, root) of slots in use, the soonest to die on top. (The slots a step frees may be
+    // reused in any order: the count of each width, all the plan sees, is the most values of that
+    // width alive at once.)
+    using Held = std::pair<int, ir::ValueId>;
+    std::priority_queue<Held, std::vector<Held>, std::greater<>> holding;
+    std::vector<int> slot_of(nv, -1);
+    for (int i = 0; i < n; ++i) {
+      while (!holding.empty() && holding.top().first < i) {  // free the slots whose values died before step i
+        const ir::ValueId v = holding.top().second;
+        free_slots[idx(W(v))].push_back(slot_of[idx(v)]);
+        holding.pop();
       }
-      slot_of[static_cast<size_t>(out)] = slot;
-      // A value nothing reads (dead code the pass left) still gets a slot, freed once the step has run.
-      holding.emplace(std::max(last[static_cast<size_t>(out)], i), out);
+      for (const ir::ValueId out : {r.steps[idx(i)].out, r.steps[idx(i)].out2}) {
+        if (out < 0 || root_[idx(out)] != out) continue;
+        auto& fl = free_slots[idx(W(out))];
+        int slot;
+        if (!fl.empty()) {
+          slot = fl.back();
+          fl.pop_back();
+        } else {
+          slot = count[idx(W(out))]++;
+        }
+        slot_of[idx(out)] = slot;
+        // A value nothing reads (dead code the pass left) still gets a slot, freed once the step has run.
+        holding.emplace(std::max(last[idx(out)], i), out);
+      }
+    }
+    r.full_slots = count[idx(Width::full)];
+    r.row_slots = count[idx(Width::row)];
+    r.scalar_slots = count[idx(Width::scalar)];
+    return slot_of;
+  }
+
+  // Every value's place: its root's operand, or its root's slot (numbered full slots first, then
+  // row slots, then scalars); and the bytes of one thread's region.
+  void place_values(const std::vector<int>& slot_of) {
+    Recipe& r = *r_;
+    const size_t nv = r.width.size();
+    for (size_t v = 0; v < nv; ++v) {
+      const ir::ValueId rt = root_[v];
+      if (r.place[idx(rt)].kind == Place::Kind::operand) {
+        r.place[v] = r.place[idx(rt)];
+      } else if (slot_of[idx(rt)] >= 0) {
+        int base = W(rt) == Width::full ? 0 : W(rt) == Width::row ? r.full_slots : r.full_slots + r.row_slots;
+        r.place[v] = Place{Place::Kind::slot, base + slot_of[idx(rt)]};
+      }
+    }
+    r.region_bytes = slots_bytes(r) + floats_bytes(2 * static_cast<int64_t>(nv));  // + the pointer table
+  }
+
+  std::shared_ptr<const Recipe> recipe() const { return r_; }
+
+ private:
+  Width& W(ir::ValueId v) { return r_->width[idx(v)]; }
+  FusedClass value_class(ir::ValueId v) const { return r_->layout.value_class[idx(v)]; }
+
+  Width widest_input(const Step& s) {
+    Width w = Width::scalar;
+    for (int i = 0; i < s.num_in; ++i) w = std::max(w, W(s.in[idx(i)]));
+    return w;
+  }
+
+  // Equation eq's step and its results' widths, or none for an identity (its result then shares
+  // its operand's root).
+  std::optional<Step> step_for(const ir::Equation& eq) {
+    const ir::ValueId out = eq.outputs[0];
+    Step s{.prim = eq.prim, .out = out, .num_in = static_cast<int>(eq.inputs.size())};
+    for (size_t i = 0; i < eq.inputs.size(); ++i) s.in[i] = eq.inputs[i];
+    s.out_bool = body_.type(out).dtype == DType::boolean;
+    s.out_dtype = body_.type(out).dtype;
+    if (!eq.inputs.empty()) s.in_dtype = body_.type(eq.inputs[0]).dtype;
+    if (eq.prim == Primitive::select) s.in_dtype = body_.type(eq.inputs[1]).dtype;
+    switch (eq.prim) {
+      case Primitive::constant: return constant_step(eq, s);
+      case Primitive::iota: return iota_step(eq, s);
+      case Primitive::threefry2x32:
+        s.op = Step::Op::threefry;
+        s.out2 = eq.outputs[1];
+        W(out) = W(s.out2) = widest_input(s);
+        return s;
+      case Primitive::reduce_sum: case Primitive::reduce_max: case Primitive::reduce_min:
+        s.op = W(s.in[0]) == Width::scalar ? Step::Op::reduce_scalar : Step::Op::reduce;
+        // A domain of one row has one number per reduction: a scalar (its only block has one row).
+        W(out) = W(s.in[0]) == Width::scalar || r_->layout.rows == 1 ? Width::scalar : Width::row;
+        return s;
+      case Primitive::broadcast_in_dim: return broadcast_step(eq, s);
+      default:
+        W(out) = widest_input(s);
+        if (aliasing(body_, eq)) {
+          root_[idx(out)] = root_[idx(s.in[0])];
+          return std::nullopt;
+        }
+        if (eq.prim == Primitive::convert_element_type) s.op = Step::Op::convert;
+        return s;
     }
   }
-  r->full_slots = count[static_cast<size_t>(Width::full)];
-  r->row_slots = count[static_cast<size_t>(Width::row)];
-  r->scalar_slots = count[static_cast<size_t>(Width::scalar)];
-  for (size_t v = 0; v < nv_all; ++v) {
-    const ir::ValueId rt = root[v];
-    if (r->place[static_cast<size_t>(rt)].kind == Place::Kind::operand) {
-      r->place[v] = r->place[static_cast<size_t>(rt)];
-    } else if (slot_of[static_cast<size_t>(rt)] >= 0) {
-      int base = W(rt) == Width::full ? 0 : W(rt) == Width::row ? r->full_slots : r->full_slots + r->row_slots;
-      r->place[v] = Place{Place::Kind::slot, base + slot_of[static_cast<size_t>(rt)]};
+
+  // A scalar holding the constant's 4 bytes.
+  Step constant_step(const ir::Equation& eq, Step s) {
+    const double v = std::get<ir::ConstantParams>(eq.params).value;
+    s.op = Step::Op::constant;
+    if (s.out_dtype == DType::i32) {  // as constant_kernel converts it (convert.h)
+      s.bits = static_cast<uint32_t>(float_to_i32(v));
+    } else {
+      s.bits = bits_of(s.out_bool ? (v != 0 ? 1.0f : 0.0f) : static_cast<float>(v));
     }
+    W(s.out) = Width::scalar;
+    return s;
   }
-  r->region_bytes = r->full_slots * floats_bytes(r->block_elems) + r->row_slots * floats_bytes(r->block_rows) +
-                    floats_bytes(r->scalar_slots) + floats_bytes(2 * static_cast<int64_t>(nv_all));  // + the pointer table
-  return r;
+
+  Step iota_step(const ir::Equation& eq, Step s) {
+    const auto& p = std::get<ir::IotaParams>(eq.params);
+    const Shape& shape = body_.type(s.out).shape;
+    s.op = Step::Op::iota;
+    s.iota_n = shape.at(idx(p.dimension));
+    for (size_t d = idx(p.dimension) + 1; d < shape.size(); ++d) s.iota_inner *= shape[d];
+    W(s.out) = value_class(s.out) == FusedClass::scalar ? Width::scalar : Width::full;
+    return s;
+  }
+
+  // A source operand is gathered from memory, a row value expanded to full; otherwise the
+  // broadcast is an identity (a scalar stays one) and makes no step.
+  std::optional<Step> broadcast_step(const ir::Equation& eq, Step s) {
+    const ir::ValueId x = s.in[0];
+    if (value_class(x) == FusedClass::source) {
+      const auto& dims = std::get<ir::BroadcastInDimParams>(eq.params).broadcast_dimensions;
+      const Shape& xs = body_.type(x).shape;
+      Gather g;
+      int64_t stride = 1;
+      for (size_t d = xs.size(); d-- > 0;) {
+        if (xs[d] != 1) g.stride[idx(dims[d])] = stride;
+        stride *= xs[d];
+      }
+      s.op = Step::Op::gather;
+      s.gather = static_cast<int>(r_->gathers.size());
+      r_->gathers.push_back(g);
+      for (size_t i = 0; i < body_.inputs.size(); ++i)
+        if (body_.inputs[i] == x) s.operand = static_cast<int>(i);
+      W(s.out) = Width::full;
+      return s;
+    }
+    if (W(x) == Width::row && value_class(s.out) == FusedClass::full) {
+      s.op = Step::Op::expand_rows;
+      W(s.out) = Width::full;
+      return s;
+    }
+    W(s.out) = W(x);
+    root_[idx(s.out)] = root_[idx(x)];
+    return std::nullopt;
+  }
+
+  const ir::Program& body_;
+  std::shared_ptr<Recipe> r_;
+  std::vector<ir::ValueId> root_;  // by value: the value whose place it shares
+};
+
+// The body's recipe: its blocks, the steps that compute one block, and where each value lives.
+std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
+  RecipeBuilder b(body);
+  b.size_blocks();
+  b.read_operands();
+  b.add_steps();
+  b.copy_results_read_in_place();
+  b.place_values(b.assign_slots());
+  return b.recipe();
 }
 
 // Threads that may run blocks at once: each needs a region of the workspace.
@@ -324,20 +400,20 @@ void run_block(const ir::Equation& eq, const Recipe& r, std::span<const ConstVie
   for (size_t v = 0; v < r.place.size(); ++v) {
     const Place& pl = r.place[v];
     if (pl.kind == Place::Kind::operand)
-      b.at[v] = inputs[static_cast<size_t>(pl.index)].as<float>() + (r.width[v] == Width::full ? b.row0 * l.cols : b.row0);
+      b.at[v] = inputs[idx(pl.index)].as<float>() + (r.width[v] == Width::full ? b.row0 * l.cols : b.row0);
     else if (pl.kind == Place::Kind::slot)
       b.at[v] = slot[pl.index];
   }
   for (const Step& s : r.steps) {
-    const Width w = r.width[static_cast<size_t>(s.out)];
+    const Width w = r.width[idx(s.out)];
     const int64_t n = count(w, b);
-    float* y = const_cast<float*>(b.at[static_cast<size_t>(s.out)]);
-    auto in = [&](int k) { return b.at[static_cast<size_t>(s.in[static_cast<size_t>(k)])]; };
-    auto is_scalar = [&](int k) { return r.width[static_cast<size_t>(s.in[static_cast<size_t>(k)])] == Width::scalar; };
+    float* y = const_cast<float*>(b.at[idx(s.out)]);
+    auto in = [&](int k) { return b.at[idx(s.in[idx(k)])]; };
+    auto is_scalar = [&](int k) { return r.width[idx(s.in[idx(k)])] == Width::scalar; };
     switch (s.op) {
       case Step::Op::constant: std::memcpy(y, &s.bits, 4); break;
       case Step::Op::load: {
-        const ConstView& x = inputs[static_cast<size_t>(s.operand)];
+        const ConstView& x = inputs[idx(s.operand)];
         const int64_t first = w == Width::full ? b.row0 * l.cols : w == Width::row ? b.row0 : 0;
         if (x.type->dtype == DType::boolean)
           for (int64_t i = 0; i < n; ++i) y[i] = truth(x.as<uint8_t>()[first + i] != 0);
@@ -376,7 +452,7 @@ void run_block(const ir::Equation& eq, const Recipe& r, std::span<const ConstVie
       }
       case Step::Op::threefry:
         math.threefry(in(0), is_scalar(0), in(1), is_scalar(1), in(2), is_scalar(2), in(3), is_scalar(3), y,
-                      const_cast<float*>(b.at[static_cast<size_t>(s.out2)]), n);
+                      const_cast<float*>(b.at[idx(s.out2)]), n);
         break;
       case Step::Op::convert: math.convert(eq, s.in_dtype, s.out_dtype, in(0), y, n); break;
       case Step::Op::copy: std::copy_n(in(0), n, y); break;
@@ -386,24 +462,24 @@ void run_block(const ir::Equation& eq, const Recipe& r, std::span<const ConstVie
         break;
       }
       case Step::Op::gather: {
-        const Gather& g = r.gathers[static_cast<size_t>(s.gather)];
-        const ConstView& x = inputs[static_cast<size_t>(s.operand)];
+        const Gather& g = r.gathers[idx(s.gather)];
+        const ConstView& x = inputs[idx(s.operand)];
         const Shape& d = l.domain;
         const int64_t rank = static_cast<int64_t>(d.size());
         // The multi-index of the block's first element, then a walk along the last dimension.
-        std::array<int64_t, ir::kMaxRank> idx{};
+        std::array<int64_t, ir::kMaxRank> index{};
         int64_t rest = b.row0 * l.cols, off = 0;
         for (int64_t k = rank; k-- > 0;) {
-          idx[static_cast<size_t>(k)] = rest % d[static_cast<size_t>(k)];
-          rest /= d[static_cast<size_t>(k)];
-          off += idx[static_cast<size_t>(k)] * g.stride[static_cast<size_t>(k)];
+          index[idx(k)] = rest % d[idx(k)];
+          rest /= d[idx(k)];
+          off += index[idx(k)] * g.stride[idx(k)];
         }
-        const int64_t inner = rank > 0 ? d[static_cast<size_t>(rank - 1)] : 1;
-        const int64_t step = rank > 0 ? g.stride[static_cast<size_t>(rank - 1)] : 0;
+        const int64_t inner = rank > 0 ? d[idx(rank - 1)] : 1;
+        const int64_t step = rank > 0 ? g.stride[idx(rank - 1)] : 0;
         const bool as_bool = x.type->dtype == DType::boolean;
         auto* wy = reinterpret_cast<uint32_t*>(y);  // f32 and i32 alike: the 4 bytes as they are
         for (int64_t i = 0; i < n;) {
-          const int64_t run = std::min(n - i, inner - (rank > 0 ? idx[static_cast<size_t>(rank - 1)] : 0));
+          const int64_t run = std::min(n - i, inner - (rank > 0 ? index[idx(rank - 1)] : 0));
           if (as_bool)
             for (int64_t j = 0; j < run; ++j) y[i + j] = truth(x.as<uint8_t>()[off + j * step] != 0);
           else if (step == 1)
@@ -414,12 +490,12 @@ void run_block(const ir::Equation& eq, const Recipe& r, std::span<const ConstVie
           // Advance the multi-index past the run (the odometer carries into the outer dimensions).
           if (rank == 0) break;
           off += run * step;
-          idx[static_cast<size_t>(rank - 1)] += run;
-          for (int64_t k = rank - 1; k > 0 && idx[static_cast<size_t>(k)] == d[static_cast<size_t>(k)]; --k) {
-            off -= idx[static_cast<size_t>(k)] * g.stride[static_cast<size_t>(k)];
-            idx[static_cast<size_t>(k)] = 0;
-            ++idx[static_cast<size_t>(k - 1)];
-            off += g.stride[static_cast<size_t>(k - 1)];
+          index[idx(rank - 1)] += run;
+          for (int64_t k = rank - 1; k > 0 && index[idx(k)] == d[idx(k)]; --k) {
+            off -= index[idx(k)] * g.stride[idx(k)];
+            index[idx(k)] = 0;
+            ++index[idx(k - 1)];
+            off += g.stride[idx(k - 1)];
           }
         }
         break;
@@ -459,14 +535,14 @@ void store_block(const ir::Equation& eq, const Recipe& r, std::span<const MutVie
   const ir::Program& body = *eq.subprograms[0];
   const prims::FusedLayout& l = r.layout;
   for (size_t o = 0; o < body.outputs.size(); ++o) {
-    const FusedClass c = l.value_class[static_cast<size_t>(body.outputs[o])];
+    const FusedClass c = l.value_class[idx(body.outputs[o])];
     const ir::ValueId v = r.result[o];
     int64_t first = 0, n = 1;
     if (c == FusedClass::full) first = b.row0 * l.cols, n = b.elems;
     else if (c == FusedClass::row) first = b.row0, n = b.rows;
     else if (!first_block) continue;
-    const float* x = b.at[static_cast<size_t>(v)];
-    const bool splat = r.width[static_cast<size_t>(v)] == Width::scalar;
+    const float* x = b.at[idx(v)];
+    const bool splat = r.width[idx(v)] == Width::scalar;
     if (outputs[o].type->dtype == DType::boolean) {
       uint8_t* y = outputs[o].as<uint8_t>() + first;
       for (int64_t i = 0; i < n; ++i) y[i] = x[splat ? 0 : i] != 0.0f;
@@ -513,10 +589,8 @@ void fused_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std
   auto run_blocks = [&](char* reg, int64_t first, int64_t last, bool with_first) {
     // The region: full slots, row slots, scalar slots, then the block's pointer table.
     Slots slot{reg, r};
-    char* p = reg + r.full_slots * floats_bytes(r.block_elems) + r.row_slots * floats_bytes(r.block_rows) +
-              floats_bytes(r.scalar_slots);
     Block b;
-    b.at = reinterpret_cast<const float**>(p);
+    b.at = reinterpret_cast<const float**>(reg + slots_bytes(r));
     std::fill_n(b.at, nv, nullptr);
     for (int64_t blk = first; blk < last; ++blk) {
       if (blk == 0 && !with_first) continue;
