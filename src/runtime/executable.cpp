@@ -430,13 +430,11 @@ void Executable::execute(const Frame& f, State& st) const {
   }
 }
 
-std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStats& stats, CopyEngine& copies,
-                                   Timeline* timeline) const {
+std::array<int64_t, kNumKinds> Executable::check_arguments(const std::vector<Array>& args) const {
   const ir::Program& p = *program_;
   if (args.size() != p.inputs.size())
     throw Error(ErrorCode::invalid_argument,
                 fmt::format("{} takes {} argument(s), got {}", p.name, p.inputs.size(), args.size()));
-  // The argument buffers the call holds, as their resources handed them out.
   std::array<int64_t, kNumKinds> held{};
   for (size_t i = 0; i < args.size(); ++i) {
     const ir::Type& want = p.type(p.inputs[i]);
@@ -466,89 +464,60 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
         throw Error(ErrorCode::invalid_argument,
                     fmt::format("argument {} of {} is donated, but the same buffer is also argument {}", i, p.name, j));
   }
+  return held;
+}
 
-  // The bookkeeping of the last finished run, or (the first run, or one running beside another)
-  // a new one.
+std::unique_ptr<Executable::State> Executable::take_state() const {
   std::unique_ptr<State> st;
   {
     std::lock_guard<std::mutex> lock(cache_->mu);
     st = std::move(cache_->idle);
   }
   if (!st) {
+    const ir::Program& p = *program_;
     st = make_state();
     st->arenas = std::make_unique<Arenas>(max_live_);
     st->top.inputs.resize(p.inputs.size());
     st->top.outputs.resize(p.outputs.size());
     st->owned.resize(p.outputs.size());
   }
-  struct GiveBack {  // the state back to the cache, the arenas back to their resources
-    StateCache& cache;
-    std::unique_ptr<State>& st;
-    ~GiveBack() {
-      st->arenas->close();
-      for (auto& o : st->owned) o.reset();
-      std::lock_guard<std::mutex> lock(cache.mu);
-      cache.idle = std::move(st);
-    }
-  } give_back{*cache_, st};
-  // The arenas' memory, from the backend's resources; given back last (after the stream and the
-  // copies are done with it, and after the tracker stopped).
-  struct ArenaMemory {
-    Arenas& arenas;
-    Backend& backend;
-    std::array<char*, kNumKinds>& base;
-    const std::array<int64_t, kNumKinds>& size;
-    Tally& tally;
-    void open() {
-      for (size_t k = 0; k < kNumKinds; ++k)
-        base[k] = static_cast<char*>(backend.memory(static_cast<MemoryKind>(k)).allocate(static_cast<size_t>(size[k]), &tally));
-    }
-    void close() {
-      arenas.close();  // the checks first: they unpoison what ASan would otherwise see freed poisoned
-      for (size_t k = 0; k < kNumKinds; ++k) {
-        if (base[k] != nullptr)
-          backend.memory(static_cast<MemoryKind>(k)).deallocate(base[k], static_cast<size_t>(size[k]), &tally);
-        base[k] = nullptr;
-      }
-    }
-    ~ArenaMemory() { close(); }
-  };
+  return st;
+}
 
-  auto start = std::chrono::steady_clock::now();
-  stats = ExecutionStats{};
-  Tally tally;
-  ArenaMemory arena_memory{*st->arenas, *backend_, st->arena_base, plan_->arena_size, tally};
-  const Stream stream = backend_->compute_stream();
-  Frame& f = st->top;
+void Executable::give_back(std::unique_ptr<State>& st) const {
+  st->arenas->close();
+  for (auto& o : st->owned) o.reset();
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  cache_->idle = std::move(st);
+}
+
+void Executable::allocate_outputs(const std::vector<Array>& args, State& st, Tally& tally) const {
+  const ir::Program& p = *program_;
+  Frame& f = st.top;
   for (size_t i = 0; i < args.size(); ++i) f.inputs[i] = args[i].data();
-  // Each output is an allocation of its own, which its Array will own; an aliased one is written
-  // straight into its donated argument's buffer.
   for (size_t o = 0; o < p.outputs.size(); ++o) {
     const ir::Type& t = p.type(p.outputs[o]);
     int alias = plan_->output_alias.empty() ? -1 : plan_->output_alias[o];
     if (alias >= 0) {
       f.outputs[o] = const_cast<void*>(f.inputs[static_cast<size_t>(alias)]);
     } else {
-      st->owned[o] = detail::Storage::allocate(static_cast<size_t>(t.size_bytes()), t.kind, *backend_, false, &tally);
-      f.outputs[o] = st->owned[o]->data;
+      st.owned[o] = detail::Storage::allocate(static_cast<size_t>(t.size_bytes()), t.kind, *backend_, false, &tally);
+      f.outputs[o] = st.owned[o]->data;
     }
   }
-  arena_memory.open();
-  st->arenas->open(st->arena_base, plan_->arena_size, *backend_, options_.checked);
-  // Everything the run needs is held, so nothing a caller could fix (an argument, memory) can fail
-  // it any more: only now do the donated arguments belong to this call, whether or not it succeeds
-  // (its first kernel may write an output over one). A failure before here leaves them intact, so a
-  // step that ran out of memory can be retried with the same arrays.
-  for (size_t i = 0; i < args.size() && i < donated.size(); ++i)
-    if (donated[i]) args[i].storage()->donated = true;
-  st->arenas->set_timeline(timeline);
-  f.arenas = st->arenas.get();
+}
+
+void Executable::run_top(State& st, ExecutionStats& stats, CopyEngine& copies, Timeline* timeline) const {
+  const Stream stream = backend_->compute_stream();
+  Frame& f = st.top;
+  st.arenas->set_timeline(timeline);
+  f.arenas = st.arenas.get();
   f.stats = &stats;
   f.copies = &copies;
   f.stream = stream;
   f.timeline = timeline;
   try {
-    execute(f, *st);
+    execute(f, st);
     backend_->synchronize(stream);  // the run is done when its stream is
   } catch (...) {
     // Kernels and copies in flight still use the arenas that unwinding frees.
@@ -560,8 +529,82 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
     throw;
   }
   copies.drain();  // every copy was waited for on the stream; none may outlive the arenas
+  st.arenas->set_timeline(nullptr);
+}
+
+std::vector<Array> Executable::hand_over_outputs(const std::vector<Array>& args, State& st) const {
+  const ir::Program& p = *program_;
+  const std::vector<char>& donated = options_.donated;
+  std::vector<Array> results;
+  results.reserve(p.outputs.size());
+  for (size_t o = 0; o < p.outputs.size(); ++o) {
+    const ir::Type& t = p.type(p.outputs[o]);
+    int alias = plan_->output_alias.empty() ? -1 : plan_->output_alias[o];
+    if (alias >= 0)
+      st.owned[o] = detail::Storage::adopt(args[static_cast<size_t>(alias)].storage()->give_up(),
+                                           static_cast<size_t>(t.size_bytes()), t.kind, *backend_);
+    results.emplace_back(std::move(st.owned[o]), t.dtype, t.shape, t.kind);
+  }
+  for (size_t i = 0; i < args.size() && i < donated.size(); ++i)
+    if (donated[i] && args[i].storage()->data != nullptr) args[i].storage()->free_donated();
+  return results;
+}
+
+namespace {
+
+// The arenas' memory, from the backend's resources; given back last (after the stream and the
+// copies are done with it, and after the tracker stopped), on every way out of a run.
+struct ArenaMemory {
+  Arenas& arenas;
+  Backend& backend;
+  std::array<char*, kNumKinds>& base;
+  const std::array<int64_t, kNumKinds>& size;
+  Tally& tally;
+  void open() {
+    for (size_t k = 0; k < kNumKinds; ++k)
+      base[k] = static_cast<char*>(backend.memory(static_cast<MemoryKind>(k)).allocate(static_cast<size_t>(size[k]), &tally));
+  }
+  void close() {
+    arenas.close();  // the checks first: they unpoison what ASan would otherwise see freed poisoned
+    for (size_t k = 0; k < kNumKinds; ++k) {
+      if (base[k] != nullptr)
+        backend.memory(static_cast<MemoryKind>(k)).deallocate(base[k], static_cast<size_t>(size[k]), &tally);
+      base[k] = nullptr;
+    }
+  }
+  ~ArenaMemory() { close(); }
+};
+
+}  // namespace
+
+// One call: check the arguments, take the bookkeeping of the last run, allocate the outputs and
+// the arenas, hand the donated arguments to the call, run, measure, hand the outputs over.
+std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStats& stats, CopyEngine& copies,
+                                   Timeline* timeline) const {
+  const std::array<int64_t, kNumKinds> held = check_arguments(args);  // the argument buffers the call holds
+  std::unique_ptr<State> st = take_state();
+  struct GiveBack {  // the state back to the cache, the arenas back to their resources
+    const Executable& e;
+    std::unique_ptr<State>& st;
+    ~GiveBack() { e.give_back(st); }
+  } give_back_state{*this, st};
+  const auto start = std::chrono::steady_clock::now();
+  stats = ExecutionStats{};
+  Tally tally;
+  ArenaMemory arena_memory{*st->arenas, *backend_, st->arena_base, plan_->arena_size, tally};
+  // Each output is an allocation of its own, which its Array will own; an aliased one is written
+  // straight into its donated argument's buffer.
+  allocate_outputs(args, *st, tally);
+  arena_memory.open();
+  st->arenas->open(st->arena_base, plan_->arena_size, *backend_, options_.checked);
+  // Everything the run needs is held, so nothing a caller could fix (an argument, memory) can fail
+  // it any more: only now do the donated arguments belong to this call, whether or not it succeeds
+  // (its first kernel may write an output over one). A failure before here leaves them intact, so a
+  // step that ran out of memory can be retried with the same arrays.
+  for (size_t i = 0; i < args.size() && i < options_.donated.size(); ++i)
+    if (options_.donated[i]) args[i].storage()->donated = true;
+  run_top(*st, stats, copies, timeline);
   stats.device_used_bytes = backend_->device_used_bytes();
-  st->arenas->set_timeline(nullptr);
   st->arenas->close();
   arena_memory.close();  // the outputs do not need the arena
   stats.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -571,19 +614,7 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
   // The host kinds together: a run allocates all it holds when it starts, so the high-water of
   // their sum is the sum of their high-waters.
   stats.host_high_water_bytes = held[pinned] + held[unpinned] + tally.high_water[pinned] + tally.high_water[unpinned];
-  std::vector<Array> results;
-  results.reserve(p.outputs.size());
-  for (size_t o = 0; o < p.outputs.size(); ++o) {
-    const ir::Type& t = p.type(p.outputs[o]);
-    int alias = plan_->output_alias.empty() ? -1 : plan_->output_alias[o];
-    if (alias >= 0)
-      st->owned[o] = detail::Storage::adopt(args[static_cast<size_t>(alias)].storage()->give_up(),
-                                            static_cast<size_t>(t.size_bytes()), t.kind, *backend_);
-    results.emplace_back(std::move(st->owned[o]), t.dtype, t.shape, t.kind);
-  }
-  for (size_t i = 0; i < args.size() && i < donated.size(); ++i)
-    if (donated[i] && args[i].storage()->data != nullptr) args[i].storage()->free_donated();
-  return results;
+  return hand_over_outputs(args, *st);
 }
 
 }  // namespace ferry::runtime

@@ -74,6 +74,15 @@ class Executable {
   struct StateCache;
 
   std::unique_ptr<State> make_state() const;
+  // The steps of run(). check_arguments: their types, backend and donations; returns the bytes the
+  // call holds per kind.
+  std::array<int64_t, kNumKinds> check_arguments(const std::vector<Array>& args) const;
+  std::unique_ptr<State> take_state() const;         // the last finished run's, or a new one
+  void give_back(std::unique_ptr<State>& st) const;  // to the cache, its arenas closed, its outputs let go
+  void allocate_outputs(const std::vector<Array>& args, State& st, Tally& tally) const;
+  // Executes the top level and waits for its stream and copies (also when it fails).
+  void run_top(State& st, ExecutionStats& stats, CopyEngine& copies, Timeline* timeline) const;
+  std::vector<Array> hand_over_outputs(const std::vector<Array>& args, State& st) const;
   void execute(const Frame& frame, State& state) const;
   void* address(const Frame& frame, ir::ValueId v) const;
   char* buffer_address(const Frame& frame, int buffer) const;
