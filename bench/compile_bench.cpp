@@ -75,6 +75,8 @@ void BM_CompileChain(benchmark::State& state) {
 // Args: ops, gradient, fusion.
 BENCHMARK(BM_CompileChain)
     ->ArgNames({"ops", "grad", "fuse"})
+    ->Args({2000, 1, 1})  // 2k and 20k with the gradient: the growth from one to the other (10x the ops)
+    ->Args({20000, 1, 1})
     ->Args({10000, 0, 1})
     ->Args({10000, 1, 1})
     ->Args({100000, 0, 1})
