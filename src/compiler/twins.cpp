@@ -176,6 +176,18 @@ Twins find_twins(const ir::Program& p, bool fit_to_limit) {
       const auto& pf = std::get<ir::ScanParams>(p.equations[idx(q)].params);
       if (pf.length == pb.length && pf.reverse != pb.reverse) f = q;
     }
+    // Or, where the forward scan stacked nothing this one reads, the scan before it that runs the
+    // other way over the same xs: what its body computes from those xs and its constants alone,
+    // this body may read stacked (step i of both reads xs[i]).
+    for (size_t q = b; f < 0 && q-- > 0;) {
+      const ir::Equation& sq = p.equations[q];
+      if (sq.prim != Primitive::scan || sq.rematerialized || has_remat(*sq.subprograms.at(0))) continue;
+      const auto& pq = std::get<ir::ScanParams>(sq.params);
+      if (pq.length != pb.length || pq.reverse == pb.reverse) continue;
+      for (size_t j = ncb; j < ncb + nxb && f < 0; ++j)
+        for (size_t m = idx(pq.num_carry); m < idx(pq.num_carry + pq.num_xs) && f < 0; ++m)
+          if (sq.inputs[m] == top[idx(sb.inputs[j])]) f = static_cast<int>(q);
+    }
     if (f < 0) continue;
     const ir::Equation& sf = p.equations[idx(f)];
     const auto& pf = std::get<ir::ScanParams>(sf.params);

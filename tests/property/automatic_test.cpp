@@ -152,8 +152,8 @@ TEST(AutomaticPlanner, FitToLimitOffloadsWithoutCheckpoints) {
 // Known exceptions, each still more work (the test fails when one is fixed, so that the list
 // shrinks): random programs whose checkpoint recomputes scans inside scans or whose backward
 // scans do work on forward values that everything_saveable does in the forward body; what
-// automatic does there is recompute part of it. 8 of the first 500 programs with checkpoints.
-const std::set<uint32_t> kMoreWorkThanEverythingSaveable = {40, 152, 194, 219, 643, 656, 737, 956};
+// automatic does there is recompute part of it. 3 of the first 500 programs with checkpoints.
+const std::set<uint32_t> kMoreWorkThanEverythingSaveable = {40, 643, 956};
 
 TEST(AutomaticPlanner, WithoutALimitNoMoreWorkThanEverythingSaveable) {
   const int programs = env_int("FERRY_AUTO_PROGRAMS", 500);
@@ -169,6 +169,8 @@ TEST(AutomaticPlanner, WithoutALimitNoMoreWorkThanEverythingSaveable) {
     fy::Compiled automatic = grad_program(pr::with_policy(base, pr::PolicySpec::automatic), true).lower(args).compile();
     fy::Compiled everything = grad_program(pr::with_policy(base, pr::PolicySpec::everything), true).lower(args).compile();
     const double a = automatic.cost_analysis().flops, e = everything.cost_analysis().flops;
+    if (std::getenv("FERRY_AUTO_SHOW") && a > e)
+      std::printf("automatic:\n%s\neverything_saveable:\n%s\n", automatic.as_text().c_str(), everything.as_text().c_str());
     if (kMoreWorkThanEverythingSaveable.count(seed)) {
       ++known;
       EXPECT_GT(a, e) << "automatic now does no more work here: take the seed off the list";
