@@ -31,15 +31,7 @@ bool lower_collectives(ir::Program& program) {
       out.push_back(std::move(eq));
       continue;
     }
-    ir::Equation start = eq;
-    start.prim = *start_prim;
-    start.outputs = {program.add_value(program.type(eq.outputs[0]))};
-    ir::Equation done = eq;
-    done.prim = ir::op::collective_done;
-    done.params = ir::NoParams{};
-    done.inputs = {start.outputs[0], eq.inputs[0]};
-    out.push_back(std::move(start));
-    out.push_back(std::move(done));
+    append_async_pair(program, eq, *start_prim, ir::op::collective_done, out);
     changed = true;
   }
   program.equations = std::move(out);

@@ -16,15 +16,7 @@ bool lower_copies(ir::Program& program) {
       out.push_back(std::move(eq));
       continue;
     }
-    ir::Equation start = eq;
-    start.prim = ir::op::copy_start;
-    start.outputs = {program.add_value(program.type(eq.outputs[0]))};
-    ir::Equation done = eq;
-    done.prim = ir::op::copy_done;
-    done.params = ir::NoParams{};
-    done.inputs = {start.outputs[0], eq.inputs[0]};
-    out.push_back(std::move(start));
-    out.push_back(std::move(done));
+    append_async_pair(program, eq, ir::op::copy_start, ir::op::copy_done, out);
     changed = true;
   }
   program.equations = std::move(out);

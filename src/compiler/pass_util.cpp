@@ -33,6 +33,19 @@ bool run_on_bodies_with_parent(ir::Program& program,
   return changed;
 }
 
+void append_async_pair(ir::Program& program, const ir::Equation& eq, Primitive start_prim, Primitive done_prim,
+                       std::vector<ir::Equation>& out) {
+  ir::Equation start = eq;
+  start.prim = start_prim;
+  start.outputs = {program.add_value(program.type(eq.outputs[0]))};
+  ir::Equation done = eq;
+  done.prim = done_prim;
+  done.params = ir::NoParams{};
+  done.inputs = {start.outputs[0], eq.inputs[0]};
+  out.push_back(std::move(start));
+  out.push_back(std::move(done));
+}
+
 bool reorder(ir::Program& program, const std::vector<size_t>& order) {
   bool moved = false;
   for (size_t i = 0; i < order.size(); ++i) moved = moved || order[i] != i;

@@ -17,6 +17,12 @@ bool run_on_bodies(ir::Program& program, const std::function<bool(ir::Program&)>
 bool run_on_bodies_with_parent(ir::Program& program,
                                const std::function<bool(ir::Program&, const ir::Equation& parent)>& pass);
 
+// The asynchronous form of eq (a copy, a collective): `start` with eq's parameters, name and
+// marks, defining a new value of eq's result type, then `done`(that value, eq's operand) defining
+// eq's result, so the operand stays alive while the transfer is in flight. Appended to `out`.
+void append_async_pair(ir::Program& program, const ir::Equation& eq, Primitive start, Primitive done,
+                       std::vector<ir::Equation>& out);
+
 // Puts the equations in `order` (a permutation of their indices). Returns whether any moved.
 bool reorder(ir::Program& program, const std::vector<size_t>& order);
 

@@ -221,45 +221,6 @@ double timeout_seconds() {
   return group().timeout;
 }
 
-void all_reduce_sum(const void* x, void* y, int64_t count, DType dtype, std::string_view what) {
-  check_joined(what);
-#ifdef FERRY_HAS_MPI
-  std::lock_guard<std::mutex> lock(group().mu);
-  auto [type, op] = sum_of(dtype, what);
-  MPI_Request r;
-  check(MPI_Iallreduce(x == y ? MPI_IN_PLACE : x, y, as_int(count, what), type, op, MPI_COMM_WORLD, &r), what);
-  wait(r, what);
-#else
-  no_mpi(what);
-#endif
-}
-
-void all_gather(const void* x, void* y, int64_t bytes, std::string_view what) {
-  check_joined(what);
-#ifdef FERRY_HAS_MPI
-  std::lock_guard<std::mutex> lock(group().mu);
-  MPI_Request r;
-  const int n = as_int(bytes, what);
-  check(MPI_Iallgather(x, n, MPI_BYTE, y, n, MPI_BYTE, MPI_COMM_WORLD, &r), what);
-  wait(r, what);
-#else
-  no_mpi(what);
-#endif
-}
-
-void reduce_scatter_sum(const void* x, void* y, int64_t count, DType dtype, std::string_view what) {
-  check_joined(what);
-#ifdef FERRY_HAS_MPI
-  std::lock_guard<std::mutex> lock(group().mu);
-  auto [type, op] = sum_of(dtype, what);
-  MPI_Request r;
-  check(MPI_Ireduce_scatter_block(x, y, as_int(count, what), type, op, MPI_COMM_WORLD, &r), what);
-  wait(r, what);
-#else
-  no_mpi(what);
-#endif
-}
-
 #ifdef FERRY_HAS_MPI
 namespace {
 int64_t keep(MPI_Request r, std::string_view what) {
@@ -338,6 +299,17 @@ void progress() {
 }
 
 int64_t in_flight() { return group().in_flight.load(std::memory_order_relaxed); }
+
+// The blocking forms: started, then waited for.
+void all_reduce_sum(const void* x, void* y, int64_t count, DType dtype, std::string_view what) {
+  wait(start_all_reduce_sum(x, y, count, dtype, what));
+}
+void all_gather(const void* x, void* y, int64_t bytes, std::string_view what) {
+  wait(start_all_gather(x, y, bytes, what));
+}
+void reduce_scatter_sum(const void* x, void* y, int64_t count, DType dtype, std::string_view what) {
+  wait(start_reduce_scatter_sum(x, y, count, dtype, what));
+}
 
 std::vector<std::string> all_gather_text(const std::string& text, std::string_view what) {
   check_joined(what);

@@ -11,20 +11,17 @@
 
 #include "ferry/ferry.h"
 #include "models.h"
+#include "distributed/joined.h"
 #include "support/memory_check.h"
 
 namespace fy = ferry;
 
 namespace {
 
-class Joined : public ::testing::Environment {
- public:
-  void SetUp() override { fy::distributed::initialize(); }
-};
-const auto* const kJoined = ::testing::AddGlobalTestEnvironment(new Joined);
+const auto* const kJoined = ::testing::AddGlobalTestEnvironment(new fy::testing::Joined);
 
-int n() { return fy::distributed::process_count(); }
-int me() { return fy::distributed::process_index(); }
+int n() { return fy::testing::process_count(); }
+int me() { return fy::testing::process_index(); }
 
 // Process r's input: element i is 100 r + i (+ offset).
 std::vector<float> input_of(int r, int64_t count, float offset = 0) {

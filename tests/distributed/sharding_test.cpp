@@ -9,6 +9,7 @@
 
 #include "ferry/ferry.h"
 #include "models.h"
+#include "distributed/joined.h"
 #include "support/memory_check.h"
 
 namespace fy = ferry;
@@ -18,14 +19,10 @@ using State = opt::AdamWState<Params>;
 
 namespace {
 
-class Joined : public ::testing::Environment {
- public:
-  void SetUp() override { fy::distributed::initialize(); }
-};
-const auto* const kJoined = ::testing::AddGlobalTestEnvironment(new Joined);
+const auto* const kJoined = ::testing::AddGlobalTestEnvironment(new fy::testing::Joined);
 
-int n() { return fy::distributed::process_count(); }
-int me() { return fy::distributed::process_index(); }
+int n() { return fy::testing::process_count(); }
+int me() { return fy::testing::process_index(); }
 
 constexpr int kRowsPerProcess = 2, kSteps = 10;
 constexpr double kLr = 3e-3;
