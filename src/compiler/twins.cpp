@@ -211,7 +211,6 @@ Twins find_twins(const ir::Program& p, bool fit_to_limit) {
     out.pairs.push_back({idx(f), b});
     const int pair = static_cast<int>(out.pairs.size() - 1);
     match(F, B, std::move(canon), pair, out);
-    if (!stacked_residuals) continue;
     // Stacked residuals: device results of the forward scan that only this scan reads, as xs.
     std::vector<int> uses(p.values.size(), 0);
     for (const ir::Equation& eq : p.equations)
