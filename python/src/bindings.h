@@ -1,7 +1,8 @@
 // The nanobind module ferry._ferry, one file per area as MLX's bindings are: errors.cpp (ferry::Error
 // as ferry.Error), array.cpp (NumPy in and out without copies), ops.cpp (Tensor and its operations),
 // transforms.cpp (vjp, checkpoint, scan, cond, while, custom_vjp), compiled.cpp (tracing, Lowered,
-// Compiled and what they report). Each defines one init function that module.cpp calls.
+// Compiled and what they report), distributed.cpp (the processes and the collectives). Each
+// defines one init function that module.cpp calls.
 #pragma once
 
 #include <functional>
@@ -21,6 +22,7 @@ void init_array(nb::module_& m);
 void init_ops(nb::module_& m);
 void init_transforms(nb::module_& m);
 void init_compiled(nb::module_& m);
+void init_distributed(nb::module_& m);
 
 // "f32", "bf16", "bool", ... <-> DType; an unknown name is INVALID_ARGUMENT.
 DType parse_dtype(const std::string& name);

@@ -11,4 +11,5 @@ NB_MODULE(_ferry, m) {
   ferry::python::init_ops(m);
   ferry::python::init_transforms(m);
   ferry::python::init_compiled(m);
+  ferry::python::init_distributed(m);
 }

@@ -36,7 +36,7 @@ def _abs(ctx, eqn, x):
 
 
 @rule("copy", "copy_p", "optimization_barrier", "sharding_constraint", "mesh_cast", "reshard",
-      "pvary", "core_call_identity")
+      "core_call_identity")
 def _identity(ctx, eqn, *xs):
     return list(xs) if eqn.primitive.multiple_results else xs[0]
 
