@@ -9,9 +9,11 @@
 #include <concepts>
 #include <map>
 #include <optional>
+#include <span>
 #include <unordered_set>
 
 #include "compiler/memory_analysis.h"
+#include "compiler/offload_state.h"
 #include "compiler/step_time.h"
 #include "compiler/twins.h"
 #include "ferry/error.h"
@@ -582,8 +584,12 @@ class LimitSearch {
 
 }  // namespace
 
-bool plan_automatic(ir::Program& program, const Target& options, const PlanTail& tail, AutoPlanReport* report,
-                    const PlanTail* pose_tail) {
+namespace {
+
+// The planner's choices for the values automatic checkpoints (and, under fit_to_limit, every value
+// kept across a gap) leave open; RESOURCE_EXHAUSTED where none fits the limit.
+bool plan_choices(ir::Program& program, const Target& options, const PlanTail& tail, AutoPlanReport* report,
+                  const PlanTail* pose_tail) {
   if (!has_automatic(program) && !(options.fit_to_limit && options.device_memory_limit > 0)) return false;
   Planner planner(program, options, tail);
   if (planner.empty() && !options.fit_to_limit) {
@@ -636,6 +642,71 @@ bool plan_automatic(ir::Program& program, const Target& options, const PlanTail&
                             "values; the smallest): {}", r.attempts, r.candidates, e.message()));
   }
   throw Error(ErrorCode::internal, "automatic planner: the smallest plan fits but was not chosen");
+}
+
+// Under fit_to_limit, when no choice of the values fits: the state the step carries (offload_state.h)
+// in host memory between calls, the fewest arrays that fit (largest first; found by doubling, then
+// bisection), each plan with the planner's choices for the values as well.
+bool plan_with_state_offloaded(ir::Program& program, const Target& options, const PlanTail& tail,
+                               AutoPlanReport* report, const PlanTail* pose_tail, std::span<const char> donated,
+                               const Error& without) {
+  const std::vector<StateCandidate> state = state_candidates(program, donated);
+  if (state.empty()) throw without;
+  std::optional<ir::Program> chosen;
+  AutoPlanReport chosen_report;
+  std::optional<Error> last;
+  auto fits = [&](size_t k) {
+    ir::Program p = program;
+    offload_state(p, std::span(state).first(k));
+    AutoPlanReport r;
+    try {
+      plan_choices(p, options, tail, &r, pose_tail);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::resource_exhausted) throw;
+      last = e;
+      return false;
+    }
+    r.state_offloaded = static_cast<int>(k);
+    chosen = std::move(p);
+    chosen_report = std::move(r);
+    return true;
+  };
+  size_t lo = 0, hi = 1;  // lo does not fit; hi is the next to try
+  while (!fits(hi)) {
+    if (hi == state.size())
+      throw Error(ErrorCode::resource_exhausted,
+                  fmt::format("{} (with all {} arrays of state the step carries in host memory too: {})", without.message(),
+                              state.size(), last->message()));
+    lo = hi;
+    hi = std::min(hi * 2, state.size());
+  }
+  while (hi - lo > 1) {  // the fewest that fit (fits(hi) holds; a fit below replaces the choice)
+    const size_t mid = (lo + hi) / 2;
+    ir::Program kept = *chosen;
+    AutoPlanReport kept_report = chosen_report;
+    if (fits(mid)) {
+      hi = mid;
+    } else {
+      lo = mid;
+      chosen = std::move(kept);
+      chosen_report = std::move(kept_report);
+    }
+  }
+  program = std::move(*chosen);
+  if (report) *report = std::move(chosen_report);
+  return true;
+}
+
+}  // namespace
+
+bool plan_automatic(ir::Program& program, const Target& options, const PlanTail& tail, AutoPlanReport* report,
+                    const PlanTail* pose_tail, std::span<const char> donated) {
+  try {
+    return plan_choices(program, options, tail, report, pose_tail);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::resource_exhausted || !options.fit_to_limit || donated.empty()) throw;
+    return plan_with_state_offloaded(program, options, tail, report, pose_tail, donated, e);
+  }
 }
 
 }  // namespace ferry::compiler

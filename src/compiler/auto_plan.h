@@ -17,6 +17,7 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct AutoPlanReport {
   int attempts = 0;       // plans made
   int64_t peak = 0;       // the chosen plan's device peak
   int64_t all_saved_peak = 0;  // the peak with every candidate saved, where the choice starts
+  int state_offloaded = 0;  // arrays of carried state the plan keeps in host memory between calls
   AutoProblem problem;    // as posed on the all-saved plan (empty when that plan fit)
   std::vector<int> choice;
 };
@@ -47,7 +49,13 @@ struct AutoPlanReport {
 // changed anything. The choice is posed on the all-saved program as `pose_tail` plans it (null:
 // `tail`): without fusion, whose groups give the values the planner chooses for new names; every
 // choice is then checked with `tail`, exactly as compile will plan it.
+//
+// Under fit_to_limit, where no choice of the values fits, the planner also keeps state the step
+// carries from call to call (donated arguments whose new value the step returns: optimizer
+// moments) in host memory between calls, as few arrays as fit (`donated`: per top-level input;
+// compiler/offload_state.h).
 bool plan_automatic(ir::Program& program, const Target& target, const PlanTail& tail,
-                    AutoPlanReport* report = nullptr, const PlanTail* pose_tail = nullptr);
+                    AutoPlanReport* report = nullptr, const PlanTail* pose_tail = nullptr,
+                    std::span<const char> donated = {});
 
 }  // namespace ferry::compiler

@@ -70,8 +70,8 @@ std::vector<Pass> passes_for(const Target& options, const PlanOptions& plan_opti
       {"dce", ir::eliminate_dead_code},
       {"simplify", simplify},
       {"auto_plan",
-       [options, tail, pose_tail](ir::Program& p) {
-         return plan_automatic(p, options, tail, nullptr, options.fuse ? &pose_tail : nullptr);
+       [options, tail, pose_tail, donated = plan_options.donated](ir::Program& p) {
+         return plan_automatic(p, options, tail, nullptr, options.fuse ? &pose_tail : nullptr, donated);
        }},
   };
   for (Pass& pass : placement_passes(options)) passes.push_back(std::move(pass));

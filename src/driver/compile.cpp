@@ -73,8 +73,22 @@ CompiledProgram compile(const std::shared_ptr<const ir::Program>& lowered, const
   out.program = compiler::run_pipeline(*compiler::lower_calls(lowered), out.target, {}, plan_options);
   out.plan = compiler::plan_memory(*out.program, /*outputs_external=*/false, plan_options);
   compiler::check_device_limit(*out.program, *out.plan, out.target.device_memory_limit);
+  // Carried state the planner keeps in host memory (compiler/offload_state.h): the executable also
+  // takes it where the caller traced it.
+  runtime::ExecutableOptions run_options{donated, options.checked};
+  auto kinds_of = [](const ir::Program& p, const std::vector<ir::ValueId>& values) {
+    std::vector<MemoryKind> k;
+    for (ir::ValueId v : values) k.push_back(p.type(v).kind);
+    return k;
+  };
+  const std::vector<MemoryKind> traced_in = kinds_of(*lowered, lowered->inputs),
+                                traced_out = kinds_of(*lowered, lowered->outputs);
+  if (traced_in != kinds_of(*out.program, out.program->inputs) && traced_in.size() == out.program->inputs.size()) {
+    run_options.traced_kinds = traced_in;
+    run_options.traced_output_kinds = traced_out;
+  }
   out.executable = std::make_shared<const runtime::Executable>(out.program, out.plan, options.backend,
-                                                               runtime::ExecutableOptions{donated, options.checked});
+                                                               std::move(run_options));
   return out;
 }
 

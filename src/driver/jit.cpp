@@ -9,6 +9,7 @@
 #include "compiler/memory_analysis.h"
 #include "ferry/error.h"
 #include "ferry/jit.h"
+#include "driver/traced_kind.h"
 #include "ir/parser.h"
 #include "ir/printer.h"
 #include "prims/verify.h"
@@ -31,7 +32,7 @@ TraceSession::~TraceSession() { pop_tracer(); }
 
 Tensor TraceSession::input(const Array& a) {
   if (!a.defined()) throw Error(ErrorCode::invalid_argument, "lower: an argument is an empty Array");
-  return tracer_->add_input(ir::Type{a.dtype(), a.shape(), a.memory_kind()});
+  return tracer_->add_input(ir::Type{a.dtype(), a.shape(), driver::traced_kind(a)});
 }
 
 Tensor TraceSession::input(const ShapeDtype& s) {

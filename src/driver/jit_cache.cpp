@@ -10,6 +10,7 @@
 
 #include "ferry/jit.h"
 #include "driver/jit_counters.h"
+#include "driver/traced_kind.h"
 
 namespace ferry {
 
@@ -81,7 +82,7 @@ void append_leaf_signature(std::string& out, const Array& a) {
     return;
   }
   out += static_cast<char>('0' + static_cast<int>(a.dtype()));
-  out += static_cast<char>('0' + static_cast<int>(a.memory_kind()));
+  out += static_cast<char>('0' + static_cast<int>(driver::traced_kind(a)));
   for (int64_t d : a.shape()) out += fmt::format("{},", d);
   out += ';';
 }

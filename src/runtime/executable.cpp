@@ -443,7 +443,12 @@ std::array<int64_t, kNumKinds> Executable::check_arguments(const std::vector<Arr
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("argument {} of {} was donated to an earlier call; its buffer belongs to that call's output",
                               i, p.name));
-    if (!a.defined() || a.dtype() != want.dtype || a.shape() != want.shape || a.memory_kind() != want.kind) {
+    // Where the plan keeps an argument elsewhere than it was traced (carried state), or an array is
+    // carried state another plan kept elsewhere, the call moves it: either side's traced kind serves.
+    const MemoryKind input_traced = i < options_.traced_kinds.size() ? options_.traced_kinds[i] : want.kind;
+    const bool kind_ok = a.defined() && (a.memory_kind() == want.kind || a.memory_kind() == input_traced ||
+                                         a.storage()->traced_kind == input_traced);
+    if (!a.defined() || a.dtype() != want.dtype || a.shape() != want.shape || !kind_ok) {
       std::string got = a.defined() ? ir::to_string(ir::Type{a.dtype(), a.shape(), a.memory_kind()}) : "an empty Array";
       throw Error(ErrorCode::invalid_argument,
                   fmt::format("argument {} of {} must be {}, got {}", i, p.name, ir::to_string(want), got));
@@ -465,6 +470,25 @@ std::array<int64_t, kNumKinds> Executable::check_arguments(const std::vector<Arr
                     fmt::format("argument {} of {} is donated, but the same buffer is also argument {}", i, p.name, j));
   }
   return held;
+}
+
+std::vector<Array> Executable::move_to_planned_kinds(const std::vector<Array>& args) const {
+  const ir::Program& p = *program_;
+  std::vector<Array> out = args;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const MemoryKind want = p.type(p.inputs[i]).kind;
+    if (args[i].memory_kind() == want) continue;
+    // The caller's array stays as it was (a failed call loses nothing); the call runs on the copy.
+    const size_t bytes = args[i].nbytes();
+    auto s = detail::Storage::allocate(bytes, want, *backend_, false);
+    if (bytes) {
+      const Stream stream = backend_->compute_stream();
+      backend_->copy(s->data, args[i].data(), bytes, stream);
+      backend_->synchronize(stream);
+    }
+    out[i] = Array(std::move(s), args[i].dtype(), args[i].shape(), want);
+  }
+  return out;
 }
 
 std::unique_ptr<Executable::State> Executable::take_state() const {
@@ -544,6 +568,8 @@ std::vector<Array> Executable::hand_over_outputs(const std::vector<Array>& args,
       st.owned[o] = detail::Storage::adopt(args[static_cast<size_t>(alias)].storage()->give_up(),
                                            static_cast<size_t>(t.size_bytes()), t.kind, *backend_);
     results.emplace_back(std::move(st.owned[o]), t.dtype, t.shape, t.kind);
+    if (o < options_.traced_output_kinds.size() && options_.traced_output_kinds[o] != t.kind)
+      results.back().storage()->traced_kind = options_.traced_output_kinds[o];
   }
   for (size_t i = 0; i < args.size() && i < donated.size(); ++i)
     if (donated[i] && args[i].storage()->data != nullptr) args[i].storage()->free_donated();
@@ -579,9 +605,14 @@ struct ArenaMemory {
 
 // One call: check the arguments, take the bookkeeping of the last run, allocate the outputs and
 // the arenas, hand the donated arguments to the call, run, measure, hand the outputs over.
-std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStats& stats, CopyEngine& copies,
+std::vector<Array> Executable::run(const std::vector<Array>& caller_args, ExecutionStats& stats, CopyEngine& copies,
                                    Timeline* timeline) const {
-  const std::array<int64_t, kNumKinds> held = check_arguments(args);  // the argument buffers the call holds
+  const std::array<int64_t, kNumKinds> held = check_arguments(caller_args);  // the argument buffers the call holds
+  const bool move = std::any_of(caller_args.begin(), caller_args.end(), [&, i = size_t{0}](const Array& a) mutable {
+    return a.memory_kind() != program_->type(program_->inputs[i++]).kind;
+  });
+  const std::vector<Array> moved = move ? move_to_planned_kinds(caller_args) : std::vector<Array>{};
+  const std::vector<Array>& args = move ? moved : caller_args;
   std::unique_ptr<State> st = take_state();
   struct GiveBack {  // the state back to the cache, the arenas back to their resources
     const Executable& e;
@@ -601,8 +632,15 @@ std::vector<Array> Executable::run(const std::vector<Array>& args, ExecutionStat
   // it any more: only now do the donated arguments belong to this call, whether or not it succeeds
   // (its first kernel may write an output over one). A failure before here leaves them intact, so a
   // step that ran out of memory can be retried with the same arrays.
-  for (size_t i = 0; i < args.size() && i < options_.donated.size(); ++i)
-    if (options_.donated[i]) args[i].storage()->donated = true;
+  for (size_t i = 0; i < args.size() && i < options_.donated.size(); ++i) {
+    if (!options_.donated[i]) continue;
+    args[i].storage()->donated = true;
+    // A donated argument moved where the plan keeps it: the caller's array is consumed now too.
+    if (const auto& mine = caller_args[i].storage(); mine != args[i].storage()) {
+      mine->donated = true;
+      mine->free_donated();
+    }
+  }
   run_top(*st, stats, copies, timeline);
   stats.device_used_bytes = backend_->device_used_bytes();
   st->arenas->close();

@@ -33,6 +33,14 @@ namespace ferry::runtime {
 struct ExecutableOptions {
   std::vector<char> donated;  // per input of the top-level program: a call consumes that argument
   bool checked = false;       // CompileOptions::checked
+  // Per input: the memory kind the caller traced it in. Where the plan keeps an argument in another
+  // kind (carried state in host memory between calls: compiler/offload_state.h), a call also takes
+  // it in the traced kind and moves it first; the step returns the new state where the plan keeps it,
+  // so passing that back moves nothing. Empty: every input as planned.
+  std::vector<MemoryKind> traced_kinds;
+  // Per output, the same: an output the plan returns in another kind is marked with its traced
+  // kind (Storage::traced_kind).
+  std::vector<MemoryKind> traced_output_kinds;
 };
 
 class Executable {
@@ -77,6 +85,8 @@ class Executable {
   // The steps of run(). check_arguments: their types, backend and donations; returns the bytes the
   // call holds per kind.
   std::array<int64_t, kNumKinds> check_arguments(const std::vector<Array>& args) const;
+  // The arguments where the plan keeps them: each one in its traced kind moved (copied) there.
+  std::vector<Array> move_to_planned_kinds(const std::vector<Array>& args) const;
   std::unique_ptr<State> take_state() const;         // the last finished run's, or a new one
   void give_back(std::unique_ptr<State>& st) const;  // to the cache, its arenas closed, its outputs let go
   void allocate_outputs(const std::vector<Array>& args, State& st, Tally& tally) const;

@@ -4,6 +4,8 @@
 // be read (INVALID_ARGUMENT) instead of reading memory that now belongs to the call's output.
 #pragma once
 
+#include <optional>
+
 #include <cstddef>
 #include <memory>
 
@@ -19,6 +21,10 @@ struct Storage {
   MemoryKind kind = MemoryKind::device;
   runtime::Backend* backend = nullptr;  // whose resource handed the bytes out
   bool donated = false;
+  // Set on carried state the plan keeps in another kind than the step was traced with (host memory
+  // between calls: compiler/offload_state.h): the kind the array stands for, so that passing it
+  // back finds the same compiled step in jit's cache.
+  std::optional<MemoryKind> traced_kind;
 
   Storage() = default;
   Storage(const Storage&) = delete;
