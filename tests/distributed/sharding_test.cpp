@@ -2,6 +2,7 @@
 // shared GPT, each process on its part of the batch, under every ferry::optim::Sharding, against
 // one process training on the whole batch (which every process also does itself); and the memory
 // each process plans and measures.
+#include <optional>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -86,7 +87,9 @@ Training single_process(const std::vector<fy::Array>& init, const fy::Array& tok
 }
 
 // Every process on its rows, sharing the state as `sharding` says.
-Training sharded(opt::Sharding sharding, const std::vector<fy::Array>& init, const fy::Array& tokens, const fy::Array& targets) {
+// With `options` (a limit), the parameters and state are donated, as a training loop donates them.
+Training sharded(opt::Sharding sharding, const std::vector<fy::Array>& init, const fy::Array& tokens, const fy::Array& targets,
+                 const std::optional<fy::CompileOptions>& options = std::nullopt) {
   const fy::models::GptConfig c = config(kRowsPerProcess);
   const std::vector<fy::Shape> shapes = shapes_of(init);
   const bool fsdp = sharding == opt::Sharding::parameters;
@@ -97,16 +100,18 @@ Training sharded(opt::Sharding sharding, const std::vector<fy::Array>& init, con
     auto [loss, g] = fy::value_and_grad(loss_of)(p);
     auto [p2, s2] = opt::sharded_adamw(p, g, s, kLr, "data", sharding);
     return std::tuple{fy::pmean(loss, "data"), p2, s2};
-  });
+  }, {.donate_argnums = options ? std::vector<int>{0, 1} : std::vector<int>{}});
   const fy::Array my_tokens = rows_of(tokens, kRowsPerProcess * me(), kRowsPerProcess);
   const fy::Array my_targets = rows_of(targets, kRowsPerProcess * me(), kRowsPerProcess);
   std::vector<fy::Array> p = fsdp ? opt::shard(init) : init;
+  if (options)  // donated: the caller's arrays stay as they are
+    for (fy::Array& x : p) x = fy::Array::from_bytes(x.data(), x.nbytes(), x.dtype(), x.shape());
   opt::AdamWState<std::vector<fy::Array>> s =
       sharding == opt::Sharding::replicated ? opt::adamw_init(p) : opt::adamw_init_sharded(init);
   Training r;
   r.state_bytes = bytes_of(s.mu) + bytes_of(s.nu);
   r.param_bytes = bytes_of(p);
-  fy::Compiled compiled = step.lower(p, s, my_tokens, my_targets).compile();
+  fy::Compiled compiled = step.lower(p, s, my_tokens, my_targets).compile(options.value_or(fy::CompileOptions{}));
   r.memory = compiled.memory_analysis();
   for (int i = 0; i < kSteps; ++i) {
     std::vector<fy::Array> args;
@@ -195,6 +200,24 @@ TEST(ShardedMemory, StateAndParametersAtRestAreOneNth) {
   EXPECT_EQ(dp.memory.argument_size_in_bytes - zero2.memory.argument_size_in_bytes, dp.state_bytes - zero2.state_bytes);
   EXPECT_EQ(dp.memory.argument_size_in_bytes - fsdp.memory.argument_size_in_bytes,
             dp.state_bytes - fsdp.state_bytes + dp.param_bytes - fsdp.param_bytes);
+}
+
+// Under a device limit below what each process's arguments need, the planner keeps part of the
+// sharded AdamW state in host memory between steps (ZeRO-Offload, as few arrays as fit): every
+// process plans alike, and the ten steps are those of the unlimited run, bit for bit.
+TEST(ShardedMemory, UnderALimitPartOfTheShardedStateWaitsInHostMemory) {
+  const fy::models::GptConfig whole = config(kRowsPerProcess * n());
+  const std::vector<fy::Array> init = fy::models::gpt_params(whole, 3);
+  auto [tokens, targets] = fy::models::copy_task_batch(whole, 5);
+  const Training unlimited = sharded(opt::Sharding::optimizer_state, init, tokens, targets, fy::CompileOptions{});
+  const int64_t limit = unlimited.memory.peak_memory_in_bytes - unlimited.state_bytes / 2;
+  const Training limited = sharded(opt::Sharding::optimizer_state, init, tokens, targets,
+                                   fy::CompileOptions{.device_memory_limit = limit, .fit_to_limit = true});
+  EXPECT_LE(limited.memory.peak_memory_in_bytes, limit);
+  EXPECT_GT(limited.memory.host_argument_size_in_bytes, 0);
+  EXPECT_LT(limited.memory.host_argument_size_in_bytes, unlimited.state_bytes) << "as few as fit";
+  EXPECT_EQ(limited.losses, unlimited.losses);
+  for (size_t k = 0; k < init.size(); ++k) EXPECT_TRUE(limited.params[k].equals(unlimited.params[k])) << k;
 }
 
 }  // namespace
