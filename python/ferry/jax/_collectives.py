@@ -107,24 +107,29 @@ def _check_groups(eqn):
         raise unimplemented("a collective with axis_index_groups; ferry's collectives run over all the processes")
 
 
-@rule("all_gather")
-def _all_gather(ctx, eqn, x):
+def _gather(ctx, eqn, x):
+    """all_gather's dimension and tiling, and its result where no process exchanges (None where
+    they do)."""
     _check_groups(eqn)
     p = eqn.params
     d, tiled = p["all_gather_dimension"], p["tiled"]
-    if not _over_processes(ctx, p["axis_name"]):
-        return x if tiled else _insert_one(x, d)
-    return F.all_gather(x, _axis(), d, tiled)
+    if _over_processes(ctx, p["axis_name"]):
+        return d, tiled, None
+    return d, tiled, x if tiled else _insert_one(x, d)
+
+
+@rule("all_gather")
+def _all_gather(ctx, eqn, x):
+    d, tiled, local = _gather(ctx, eqn, x)
+    return local if local is not None else F.all_gather(x, _axis(), d, tiled)
 
 
 @rule("all_gather_invariant")
 def _all_gather_invariant(ctx, eqn, x):
     # The same exchange; every process holds the result, so its cotangent is this process's block.
-    _check_groups(eqn)
-    p = eqn.params
-    d, tiled = p["all_gather_dimension"], p["tiled"]
-    if not _over_processes(ctx, p["axis_name"]):
-        return x if tiled else _insert_one(x, d)
+    d, tiled, local = _gather(ctx, eqn, x)
+    if local is not None:
+        return local
     block = list(physical_shape(eqn.invars[0].aval))
 
     def backward(ct):

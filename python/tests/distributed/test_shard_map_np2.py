@@ -160,3 +160,13 @@ def test_an_abstract_mesh_of_the_processes_needs_no_devices(mesh):
     on = lambda m: jax.shard_map(f, mesh=m, in_specs=P("data"), out_specs=P("data"))
     x = rand(2 * N, 3, seed=12)
     assert_trees_close(ferry.jax.jit(on(AbstractMesh((N,), ("data",))))(x), jax.jit(on(mesh))(x))
+
+
+@pytest.mark.parametrize("tiled", [True, False])
+def test_all_gather_invariant_and_its_gradient(mesh, tiled):
+    from jax._src.lax.parallel import all_gather_invariant  # what all_gather is where the result is replicated
+    f = lambda x: jnp.sum(jnp.sin(all_gather_invariant(x * x, "data", axis=0, tiled=tiled)) ** 2)
+    sm = jax.shard_map(f, mesh=mesh, in_specs=P("data"), out_specs=P())
+    x = rand(2 * N, 3, seed=13)
+    assert_trees_close(ferry.jax.jit(sm)(x), jax.jit(sm)(x))
+    assert_trees_close(ferry.jax.jit(ferry.jax.grad(sm))(x), jax.jit(jax.grad(sm))(x), rtol=1e-5, atol=1e-6)
