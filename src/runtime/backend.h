@@ -4,6 +4,8 @@
 //     UNIMPLEMENTED naming the primitive and the backend, before anything runs);
 //   - a memory resource per memory kind, which counts what it hands out (runtime/memory_resource.h);
 //   - a copy engine: asynchronous copies between memory kinds, each with a ticket to wait on;
+//   - exchanges with the other processes (ferry/distributed.h) for the asynchronous collectives
+//     (optional: a backend without them refuses a program that has them when compiling);
 //   - a compute stream, handed to every kernel, and copies and fills ordered on it;
 //   - device facts: its memory, and default rates for the cost model.
 // The CPU backend (runtime/cpu/backend.cpp) is one implementation; the CUDA backend
@@ -47,6 +49,24 @@ class CopyEngine {
   virtual void drain() = 0;
 };
 
+// The exchanges of the asynchronous collectives (compiler/lower_collectives.h), and the transport
+// the collectives' kernels run on. start() begins one after the work the compute stream holds
+// (so it reads what the kernels before it wrote) and returns a ticket; wait(ticket) orders the
+// compute stream's later work after that exchange. A process that stops taking part makes the
+// others fail with UNAVAILABLE naming the exchange (`what`) within the process group's timeout,
+// never hang. The CPU backend's are the process group's MPI exchanges (runtime/process_group.h):
+// wait blocks the caller. The CUDA backend's are NCCL's, on a stream of their own.
+class Exchanges {
+ public:
+  enum class Kind { all_reduce_sum, all_gather, reduce_scatter_sum };
+  virtual ~Exchanges() = default;
+  // `count`: the elements of `dtype` in x (all_reduce_sum, all_gather; y may be x for the sum) or
+  // in y (reduce_scatter_sum: x holds process_count() such blocks). `what` outlives the exchange.
+  virtual uint64_t start(Kind kind, const void* x, void* y, int64_t count, DType dtype, const char* what,
+                         Stream stream) = 0;
+  virtual void wait(uint64_t ticket, Stream stream) = 0;
+};
+
 // What the cost model and the device limit need to know about the machine.
 struct DeviceFacts {
   std::string description;       // "CPU" or the GPU's name
@@ -75,6 +95,12 @@ class Backend {
   virtual MemoryResource& memory(MemoryKind kind) = 0;
   // Each compiled program has its own engine (its copies are ordered among themselves only).
   virtual std::unique_ptr<CopyEngine> make_copy_engine() = 0;
+  // The exchanges of this process with the others (one for the process); nullptr where this
+  // backend has none, with `why` (what compiling a program with collectives reports).
+  virtual Exchanges* exchanges(std::string* why) {
+    if (why) *why = "this backend has no collectives";
+    return nullptr;
+  }
   virtual Stream compute_stream() = 0;
   // The host waits until the stream's work is done (errors the device reported surface here).
   virtual void synchronize(Stream stream) = 0;

@@ -42,6 +42,12 @@ std::string slice_name(const ir::Equation& eq, const ir::Program& p) {
   return name;
 }
 
+// Compile's refusal of an equation the backend has no kernel for; `why`, where known, says why.
+[[noreturn]] void no_kernel(const Backend& backend, const ir::Equation& eq, const std::string& why) {
+  throw Error(ErrorCode::unimplemented, fmt::format("the {} backend has no kernel for {}{}{}", backend.name(),
+                                                    primitive_name(eq.prim), why.empty() ? "" : ": ", why));
+}
+
 }  // namespace
 
 // The bookkeeping of one execution of a program, sized for it when made: a run fills it in place
@@ -99,18 +105,19 @@ Executable::Executable(std::shared_ptr<const ir::Program> program, std::shared_p
       continue;
     }
     if (eq.prim == ir::op::copy_start || eq.prim == ir::op::copy_done) continue;  // the copy queue's
-    if (async_collective(eq)) {  // the process group's, on host memory
-      if (backend_->name() != "cpu")
-        throw Error(ErrorCode::unimplemented,
-                    fmt::format("the {} backend has no kernel for {} (collectives run on the cpu backend)",
-                                backend_->name(), primitive_name(eq.prim)));
+    if (async_collective(eq)) {  // the backend's exchanges
+      std::string why;
+      exchanges_ = backend_->exchanges(&why);
+      if (exchanges_ == nullptr) no_kernel(*backend_, eq, why);
       continue;
     }
     kernels_[e] = backend_->kernel(eq.prim);
     // A fused equation's body is the kernel's program, not a nested one (no plan of its own).
-    if (kernels_[e] == nullptr || (!eq.subprograms.empty() && eq.prim != ir::op::fused))
-      throw Error(ErrorCode::unimplemented,
-                  fmt::format("the {} backend has no kernel for {}", backend_->name(), primitive_name(eq.prim)));
+    if (kernels_[e] == nullptr || (!eq.subprograms.empty() && eq.prim != ir::op::fused)) {
+      std::string why;
+      if (ir::has(eq.prim, ir::kCollective) && backend_->exchanges(&why) == nullptr) no_kernel(*backend_, eq, why);
+      no_kernel(*backend_, eq, "");
+    }
     prepared_[e] = backend_->prepare(eq);
   }
 }
@@ -348,19 +355,21 @@ void Executable::start_collective(size_t e, const Frame& f, State& st) const {
   const ir::Type& x = p.type(eq.inputs[0]);
   const void* in = address(f, eq.inputs[0]);
   void* out = address(f, eq.outputs[0]);
-  int64_t ticket;
+  uint64_t ticket;
   const char* what;
+  using Kind = Exchanges::Kind;
   if (eq.prim == ir::op::psum_start) {
     what = "psum";
-    ticket = processes::start_all_reduce_sum(in, out, x.num_elements(), x.dtype, what);
+    ticket = exchanges_->start(Kind::all_reduce_sum, in, out, x.num_elements(), x.dtype, what, f.stream);
   } else if (eq.prim == ir::op::all_gather_start) {
     what = "all_gather";
-    ticket = processes::start_all_gather(in, out, x.size_bytes(), what);
+    ticket = exchanges_->start(Kind::all_gather, in, out, x.num_elements(), x.dtype, what, f.stream);
   } else {
     what = "psum_scatter";
-    ticket = processes::start_reduce_scatter_sum(in, out, p.type(eq.outputs[0]).num_elements(), x.dtype, what);
+    ticket = exchanges_->start(Kind::reduce_scatter_sum, in, out, p.type(eq.outputs[0]).num_elements(), x.dtype, what,
+                               f.stream);
   }
-  st.tickets[static_cast<size_t>(eq.outputs[0])] = static_cast<uint64_t>(ticket);
+  st.tickets[static_cast<size_t>(eq.outputs[0])] = ticket;
   st.exchange[static_cast<size_t>(eq.outputs[0])] = what;
   if (f.timeline) st.started[static_cast<size_t>(eq.outputs[0])] = now_seconds();
 }
@@ -370,7 +379,7 @@ void Executable::finish_collective(size_t e, const Frame& f, State& st) const {
   const ir::Equation& eq = p.equations[e];
   const size_t started = static_cast<size_t>(eq.inputs[0]);
   const double begin = f.timeline ? now_seconds() : 0;
-  processes::wait(static_cast<int64_t>(st.tickets[started]));
+  exchanges_->wait(st.tickets[started], f.stream);
   if (address(f, eq.outputs[0]) != address(f, eq.inputs[0]))
     throw Error(ErrorCode::internal, "memory plan: a collective's result is not where its start wrote");
   if (f.timeline) {

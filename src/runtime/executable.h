@@ -115,6 +115,7 @@ class Executable {
   std::shared_ptr<const ir::Program> program_;
   std::shared_ptr<const plan::MemoryPlan> plan_;
   Backend* backend_ = nullptr;
+  Exchanges* exchanges_ = nullptr;  // the backend's, where the program has asynchronous collectives
   std::vector<KernelFn> kernels_;                        // per equation (null for bodies)
   std::vector<std::shared_ptr<const void>> prepared_;    // per equation: Backend::prepare's
   std::vector<std::shared_ptr<const Executable>> bodies_;  // per equation (null for kernels)

@@ -94,16 +94,9 @@ void wait(MPI_Request& request, std::string_view what) {
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
     if (done) return;
     const auto now = std::chrono::steady_clock::now();
-    if (now > deadline) {
-      // The request cannot be freed while the exchange is outstanding; this process must stop
-      // using MPI: what it runs next that needs the others fails the same way.
-      group().broken = true;
-      throw Error(ErrorCode::unavailable,
-                  fmt::format("{}: process {} of {} waited {:.0f} s (the timeout distributed::initialize was given) "
-                              "for the other processes to take part; one of them stopped, failed or is running "
-                              "another program",
-                              what, group().index, group().count, group().timeout));
-    }
+    // The request cannot be freed while the exchange is outstanding; this process must stop using
+    // MPI: what it runs next that needs the others fails the same way.
+    if (now > deadline) time_out(what);
     // MPI moves data only inside its calls, so polling is what makes progress: back to back (giving
     // the core away to any thread that wants it) for a while, then less eagerly.
     if (now - start > std::chrono::milliseconds(50)) std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -309,6 +302,37 @@ void all_gather(const void* x, void* y, int64_t bytes, std::string_view what) {
 }
 void reduce_scatter_sum(const void* x, void* y, int64_t count, DType dtype, std::string_view what) {
   wait(start_reduce_scatter_sum(x, y, count, dtype, what));
+}
+
+namespace {
+class GroupExchanges final : public Exchanges {
+ public:
+  uint64_t start(Kind kind, const void* x, void* y, int64_t count, DType dtype, const char* what, Stream) override {
+    switch (kind) {
+      case Kind::all_reduce_sum: return static_cast<uint64_t>(start_all_reduce_sum(x, y, count, dtype, what));
+      case Kind::all_gather:
+        return static_cast<uint64_t>(start_all_gather(x, y, count * static_cast<int64_t>(dtype_size(dtype)), what));
+      case Kind::reduce_scatter_sum: break;
+    }
+    return static_cast<uint64_t>(start_reduce_scatter_sum(x, y, count, dtype, what));
+  }
+  void wait(uint64_t ticket, Stream) override { processes::wait(static_cast<int64_t>(ticket)); }
+};
+}  // namespace
+
+Exchanges& exchanges() {
+  static GroupExchanges e;
+  return e;
+}
+
+void abandon() { group().broken = true; }
+
+void time_out(std::string_view what) {
+  abandon();
+  throw Error(ErrorCode::unavailable,
+              fmt::format("{}: process {} of {} waited {:.0f} s (the timeout distributed::initialize was given) for "
+                          "the other processes to take part; one of them stopped, failed or is running another program",
+                          what, group().index, group().count, group().timeout));
 }
 
 std::vector<std::string> all_gather_text(const std::string& text, std::string_view what) {

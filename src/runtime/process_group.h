@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ferry/types.h"
+#include "runtime/backend.h"
 
 namespace ferry::runtime::processes {
 
@@ -46,6 +47,18 @@ void wait(int64_t ticket);
 void progress();
 // Exchanges started and not yet waited for.
 int64_t in_flight();
+
+// The exchanges above as the CPU backend hands them to the executable (runtime/backend.h): start is
+// the started form, wait blocks the caller.
+Exchanges& exchanges();
+
+// An exchange over another transport (the CUDA backend's NCCL) failed: a peer is gone or out of
+// step, so this process leaves without MPI_Finalize (which would wait for it), as after an MPI
+// exchange that failed.
+void abandon();
+// The UNAVAILABLE error of an exchange that waited the timeout for the others (after abandon()),
+// whatever its transport.
+[[noreturn]] void time_out(std::string_view what);
 
 // Every process's `text`, in process order (for checks that the processes agree).
 std::vector<std::string> all_gather_text(const std::string& text, std::string_view what);

@@ -10,7 +10,9 @@
 #include "runtime/backend.h"
 #include "runtime/cpu/kernels.h"
 #if FERRY_TEST_CUDA
+#include "ferry/jit.h"
 #include "runtime/cuda/kernels.h"
+#include "runtime/cuda/nccl_comm.h"
 #endif
 
 namespace ferry::runtime {
@@ -72,10 +74,59 @@ TEST(Backend, AnUnknownBackendIsUnimplementedNamingTheBuiltOnes) {
 TEST(CudaBackend, HasAKernelForEveryPrimitiveWithoutABody) {
   for (int i = 0; i < ir::kNumOps; ++i) {
     const auto p = static_cast<Primitive>(i);
-    // Collectives have no CUDA kernel yet (NCCL is not built in): compiling one for the cuda backend
-    // is UNIMPLEMENTED, naming it.
-    EXPECT_EQ(cuda::kernel(p) == nullptr, runs_itself(p) || p == ir::op::fused || ir::has(p, ir::kCollective))
+    // The collectives that exchange data are NCCL's, where the build has it: without it compiling
+    // one for the cuda backend is UNIMPLEMENTED, saying so (axis_index needs no exchange).
+    const bool exchanges = ir::has(p, ir::kCollective) && p != Primitive::axis_index;
+    EXPECT_EQ(cuda::kernel(p) == nullptr, runs_itself(p) || p == ir::op::fused || (exchanges && !FERRY_TEST_NCCL))
         << primitive_name(p);
+  }
+}
+
+// NCCL's exchanges are made without touching the GPU (the communicator waits for the first
+// exchange); a build without NCCL says what was missing. The rearrangement where the exchanged
+// dimension is not the outermost one takes the same workspace as on the CPU.
+TEST(CudaBackend, CollectivesAreNcclsWhereTheBuildHasIt) {
+  std::string why;
+  const Exchanges* exchanges = cuda::nccl_exchanges(&why);
+  if (FERRY_TEST_NCCL) {
+    EXPECT_NE(exchanges, nullptr);
+  } else {
+    EXPECT_EQ(exchanges, nullptr);
+    EXPECT_NE(why.find("built without NCCL"), std::string::npos) << why;
+  }
+  for (Primitive p : {Primitive::all_gather, Primitive::psum_scatter})
+    EXPECT_EQ(cuda::workspace_size(p), cpu::workspace_size(p)) << primitive_name(p);
+}
+
+// Each collective for the cuda backend, in both forms the compiler gives them: asynchronous pairs
+// (psum; all_gather and psum_scatter of the outermost dimension) and kernels that rearrange
+// through a workspace (the others). Compiling needs the GPU (its free memory is the default limit).
+TEST(CudaBackend, CompilesEveryCollectiveWhereNcclIsBuilt) {
+  std::string why;
+  if (!backend_available("cuda", &why)) GTEST_SKIP() << "the cuda backend cannot run here: " << why;
+  const Lowered lowered = parse_program(
+      "program @main(%0: f32[4,3], %1: f32[1,6], %2: bf16[2,2,3]) {\n"
+      "  %3 = psum[axis_size=2] %0 : f32[4,3]\n"
+      "  %4 = all_gather[axis_size=2, dimension=0, tiled=true] %0 : f32[8,3]\n"
+      "  %5 = all_gather[axis_size=2, dimension=1, tiled=false] %0 : f32[4,2,3]\n"
+      "  %6 = psum_scatter[axis_size=2, dimension=1, tiled=true] %1 : f32[1,3]\n"
+      "  %7 = psum_scatter[axis_size=2, dimension=1, tiled=false] %2 : bf16[2,3]\n"
+      "  %8 = axis_index[axis_size=2] : i32[]\n"
+      "  return %3, %4, %5, %6, %7, %8\n"
+      "}\n");
+  CompileOptions options;
+  options.backend = "cuda";
+  if (FERRY_TEST_NCCL) {
+    EXPECT_NO_THROW(lowered.compile(options));
+    return;
+  }
+  try {
+    lowered.compile(options);
+    FAIL() << "expected UNIMPLEMENTED";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::unimplemented);
+    EXPECT_NE(e.message().find("the cuda backend has no kernel for psum"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("built without NCCL"), std::string::npos) << e.message();
   }
 }
 

@@ -11,6 +11,7 @@
 #include "runtime/cpu/kernels.h"
 #include "runtime/cpu/kernel_groups.h"
 #include "runtime/cpu/parallel.h"
+#include "runtime/process_group.h"
 
 namespace ferry::runtime {
 namespace {
@@ -27,6 +28,7 @@ class CpuBackend final : public Backend {
   WorkspaceSizeFn workspace_size(Primitive p) const override { return cpu::workspace_size(p); }
   MemoryResource& memory(MemoryKind kind) override { return host_resource(kind); }
   std::unique_ptr<CopyEngine> make_copy_engine() override { return std::make_unique<CopyQueue>(); }
+  Exchanges* exchanges(std::string*) override { return &processes::exchanges(); }  // MPI's, on host memory
   Stream compute_stream() override { return {}; }
   void synchronize(Stream) override {}
   void copy(void* dst, const void* src, size_t bytes, Stream) override {

@@ -1,27 +1,15 @@
 // The collectives' kernels on the CPU: exchanges between the processes (runtime/process_group.h)
-// into the buffers the plan gave the result. Where the exchanged dimension is not the outermost
-// one, the data are rearranged through the kernel's workspace so that each process's part is one
-// contiguous block: an all-gather at dimension d of x = [outer, rest] gathers [N, outer, rest] and
-// writes [outer, N, rest]; a reduce-scatter at d of x = [outer, N, part] sends [N, outer, part].
+// into the buffers the plan gave the result, rearranged where the exchanged dimension is not the
+// outermost one (runtime/collective_layout.h).
 #include <cstring>
 
 #include "ir/type.h"
+#include "runtime/collective_layout.h"
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/kernel_groups.h"
 #include "runtime/process_group.h"
 
 namespace ferry::runtime::cpu {
-namespace {
-
-// Elements of x's dimensions before `d`.
-int64_t outer_of(const ir::Type& x, int64_t d) {
-  int64_t n = 1;
-  for (int64_t i = 0; i < d; ++i) n *= x.shape[static_cast<size_t>(i)];
-  return n;
-}
-
-}  // namespace
-
 #define FERRY_CPU_KERNEL(name) \
   void name(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs, \
             Workspace& workspace)
@@ -62,14 +50,5 @@ FERRY_CPU_KERNEL(psum_scatter_kernel) {
 }
 
 #undef FERRY_CPU_KERNEL
-
-int64_t collective_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
-                             std::span<const ir::Type* const> outputs) {
-  const auto* p = std::get_if<ir::CollectiveDimParams>(&eq.params);
-  if (!p || outer_of(*inputs[0], p->dimension) == 1) return 0;
-  WorkspaceSize w;
-  w.add<char>(eq.prim == Primitive::all_gather ? outputs[0]->size_bytes() : inputs[0]->size_bytes());
-  return w.bytes;
-}
 
 }  // namespace ferry::runtime::cpu

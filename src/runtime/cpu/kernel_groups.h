@@ -68,8 +68,6 @@ int64_t dot_general_workspace(const ir::Equation& eq, std::span<const ir::Type* 
 std::shared_ptr<const void> prepare_fused(const ir::Equation& eq);
 int64_t fused_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
                         std::span<const ir::Type* const> outputs);
-int64_t collective_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
-                             std::span<const ir::Type* const> outputs);
 int64_t reduce_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
                          std::span<const ir::Type* const> outputs);
 

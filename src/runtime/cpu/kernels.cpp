@@ -2,6 +2,7 @@
 // itself (bodies, and the asynchronous copies of its copy queue).
 #include "runtime/cpu/kernels.h"
 
+#include "runtime/collective_layout.h"
 #include "runtime/cpu/kernel_groups.h"
 
 namespace ferry::runtime::cpu {

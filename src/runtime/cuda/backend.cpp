@@ -1,4 +1,5 @@
-// The CUDA backend (runtime/backend.h) on the process's first visible GPU:
+// The CUDA backend (runtime/backend.h) on one GPU: the first visible one, or where a launcher
+// started several processes on the machine, one per process (its local rank modulo the GPUs);
 //   - device memory from cudaMalloc, pinned_host from cudaHostAlloc, unpinned_host ordinary host
 //     memory (the CPU backend's resource); each counted where it is handed out, so a run's measured
 //     peak is what the CUDA allocator gave it. Blocks given back are kept for reuse by the same
@@ -10,10 +11,13 @@
 //     exactly between the plan's copy_start and copy_done. A copy from or to unpinned_host memory
 //     cannot run asynchronously: it waits for the compute stream and blocks the host (the cost
 //     model is told so: DeviceFacts::unpinned_copies_synchronous);
-//   - cuBLAS for dot_general (dot.cpp), kernels of our own for the rest (kernels.cpp, *.cu).
+//   - cuBLAS for dot_general (dot.cpp), kernels of our own for the rest (kernels.cpp, *.cu);
+//   - NCCL for the collectives (nccl_comm.h), where it is built. Every wait of the host for the GPU
+//     goes through nccl_comm.h's wait_for_stream, which watches the exchanges in flight.
 #include "runtime/cuda/backend.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -26,6 +30,7 @@
 #include "ferry/error.h"
 #include "runtime/copy_queue.h"
 #include "runtime/cuda/kernels.h"
+#include "runtime/cuda/nccl_comm.h"
 
 namespace ferry::runtime::cuda {
 namespace {
@@ -34,6 +39,9 @@ void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess)
     throw Error(ErrorCode::internal, fmt::format("CUDA: {} failed: {}", what, cudaGetErrorString(status)));
 }
+
+// The host waits for the stream's work, watching NCCL's exchanges in flight (nccl_comm.h).
+cudaError_t synchronized(cudaStream_t stream) { return static_cast<cudaError_t>(wait_for_stream(Stream{stream})); }
 
 // Blocks given back, kept for reuse by an allocation of the same size (the newest first), up to
 // kEntries blocks and `limit` bytes; the oldest are freed first.
@@ -168,7 +176,7 @@ class CudaCopies final : public CopyEngine {
     const size_t slot = ticket % kEvents;
     if (to == MemoryKind::unpinned_host || from == MemoryKind::unpinned_host) {
       // Pageable memory: the copy waits for the kernels before it and blocks the host.
-      check(cudaStreamSynchronize(compute_), "cudaStreamSynchronize");
+      check(synchronized(compute_), "cudaStreamSynchronize");
       const double begin = now();
       if (bytes) check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy");
       if (observer) observer(ticket, bytes, begin, now());
@@ -188,7 +196,7 @@ class CudaCopies final : public CopyEngine {
     check(cudaStreamWaitEvent(compute_, done_[ticket % kEvents], 0), "cudaStreamWaitEvent");
   }
   void drain() override {
-    for (cudaStream_t s : streams_) check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    for (cudaStream_t s : streams_) check(synchronized(s), "cudaStreamSynchronize");
   }
 
  private:
@@ -200,9 +208,9 @@ class CudaCopies final : public CopyEngine {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend() {
-    check(cudaSetDevice(0), "cudaSetDevice");
-    check(cudaGetDeviceProperties(&props_, 0), "cudaGetDeviceProperties");
+  explicit CudaBackend(int device) : device_index_(device) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    check(cudaGetDeviceProperties(&props_, device), "cudaGetDeviceProperties");
     check(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking), "cudaStreamCreate");
     if (cublasCreate(&cublas_) != CUBLAS_STATUS_SUCCESS)
       throw Error(ErrorCode::internal, "CUDA: cublasCreate failed");
@@ -227,9 +235,14 @@ class CudaBackend final : public Backend {
     throw Error(ErrorCode::invalid_argument, fmt::format("unknown memory kind #{}", static_cast<int>(kind)));
   }
   std::unique_ptr<CopyEngine> make_copy_engine() override { return std::make_unique<CudaCopies>(compute_); }
-  Stream compute_stream() override { return {compute_}; }
+  Exchanges* exchanges(std::string* why) override { return nccl_exchanges(why); }
+  // Each run starts here, on the thread that runs it: its kernels go to this backend's GPU.
+  Stream compute_stream() override {
+    check(cudaSetDevice(device_index_), "cudaSetDevice");
+    return {compute_};
+  }
   void synchronize(Stream stream) override {
-    const cudaError_t e = cudaStreamSynchronize(static_cast<cudaStream_t>(stream.handle));
+    const cudaError_t e = synchronized(static_cast<cudaStream_t>(stream.handle));
     if (e != cudaSuccess)
       throw Error(ErrorCode::internal, fmt::format("CUDA: the GPU reported an error: {}", cudaGetErrorString(e)));
   }
@@ -258,10 +271,10 @@ class CudaBackend final : public Backend {
     // Nominal rates (the cost model's defaults on this backend, not measurements): FP32 lanes x
     // clock x 2 for FMA, and the memory bus. The copy link is PCIe 4/5 x16's usable ~25/50 GB/s.
     int sms = 0, clock_khz = 0, mem_khz = 0, bus_bits = 0;
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
-    cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0);
-    cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, 0);
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device_index_);
+    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device_index_);
+    cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, device_index_);
+    cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device_index_);
     const double lanes = props_.major >= 8 ? 128 : 64;
     f.rates.compute_flops_per_s = sms > 0 && clock_khz > 0 ? 2.0 * lanes * sms * clock_khz * 1e3 : 1e13;
     f.rates.memory_bytes_per_s = mem_khz > 0 && bus_bits > 0 ? 2.0 * mem_khz * 1e3 * bus_bits / 8 : 1e12;
@@ -281,6 +294,7 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas() const { return cublas_; }
 
  private:
+  int device_index_ = 0;
   cudaDeviceProp props_{};
   cudaStream_t compute_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
@@ -288,6 +302,18 @@ class CudaBackend final : public Backend {
   alignas(256) char empty_host_[256] = {};
   std::unique_ptr<CudaMemory> device_, pinned_;
 };
+
+// This process's GPU: the launcher's local rank (the processes it started on this machine, as
+// Open MPI, MPICH and Slurm name it) modulo the GPUs, so that each process of a launch has its own
+// while there are enough (NCCL refuses two processes on one GPU); else the first.
+int device_for_this_process(int count) {
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char* s = std::getenv(v)) {
+      const int rank = std::atoi(s);
+      return rank > 0 ? rank % count : 0;
+    }
+  return 0;
+}
 
 struct Made {
   CudaBackend* backend = nullptr;
@@ -307,7 +333,7 @@ const Made& made() {
       r->why = "no GPU: cudaGetDeviceCount found 0 devices";
     } else {
       try {
-        r->backend = new CudaBackend;
+        r->backend = new CudaBackend(device_for_this_process(count));
       } catch (const Error& err) {
         r->why = fmt::format("the GPU could not be set up: {}", err.message());
       }

@@ -16,6 +16,7 @@
 #include "ir/ops.h"
 #include "ir/type.h"
 #include "runtime/axis_view.h"
+#include "runtime/collective_layout.h"
 #include "runtime/cuda/launch.h"
 
 namespace ferry::runtime::cuda {
@@ -554,12 +555,14 @@ KernelFn kernel(Primitive p) {
     case dynamic_slice: return dynamic_slice_kernel;
     case dynamic_update_slice: return dynamic_update_slice_kernel;
     case concatenate: return concatenate_kernel;
+    case psum: case all_gather: case psum_scatter: case axis_index: return collective_kernel(p);
     default:  // fused: no fused kernel yet, so compile does not fuse for this backend
       return nullptr;
   }
 }
 
 WorkspaceSizeFn workspace_size(Primitive p) {
+  if (p == Primitive::all_gather || p == Primitive::psum_scatter) return collective_workspace;  // parts made contiguous
   return p == Primitive::dot_general ? dot_general_workspace : nullptr;
 }
 

@@ -20,6 +20,10 @@ void dot_general_kernel(const ir::Equation& eq, std::span<const ConstView> input
 int64_t dot_general_workspace(const ir::Equation& eq, std::span<const ir::Type* const> inputs,
                               std::span<const ir::Type* const> outputs);
 
+// collective_kernels.cpp: psum, all_gather and psum_scatter over NCCL (nullptr where this build
+// has no NCCL), and axis_index.
+KernelFn collective_kernel(Primitive p);
+
 // Row-major strides (in elements) of a dense array of this shape.
 std::vector<int64_t> dense_strides(const Shape& shape);
 
