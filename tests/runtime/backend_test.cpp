@@ -125,7 +125,7 @@ TEST(CudaBackend, CompilesEveryCollectiveWhereNcclIsBuilt) {
     FAIL() << "expected UNIMPLEMENTED";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::unimplemented);
-    EXPECT_NE(e.message().find("the cuda backend has no kernel for psum"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("the cuda backend has no kernel for "), std::string::npos) << e.message();
     EXPECT_NE(e.message().find("built without NCCL"), std::string::npos) << e.message();
   }
 }
