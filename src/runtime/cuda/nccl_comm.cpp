@@ -108,17 +108,19 @@ class Nccl final : public Exchanges {
   }
 
   cudaError_t wait_for(cudaStream_t stream) {
+    cudaStream_t exchanges = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (pending_.empty() && broken_.empty()) return cudaStreamSynchronize(stream);  // no exchange to wait behind
+      exchanges = stream_;
     }
     const double start = now();
     for (;;) {
       const cudaError_t status = cudaStreamQuery(stream);
       if (status != cudaErrorNotReady) {
-        if (status != cudaSuccess || stream_ == nullptr) return status;
-        const cudaError_t exchanges = cudaStreamQuery(stream_);
-        if (exchanges != cudaErrorNotReady) return exchanges;
+        if (status != cudaSuccess || exchanges == nullptr) return status;
+        const cudaError_t exchanged = cudaStreamQuery(exchanges);
+        if (exchanged != cudaErrorNotReady) return exchanged;
       }
       {
         std::lock_guard<std::mutex> lock(mu_);
