@@ -5,7 +5,9 @@ process_count() is the processes, and an axis of size 1 is no exchange at all. T
 results of ferry.jax.jit are whole (global) arrays on every process, as jax.jit's are from a single
 controller: an input sharded by its in_spec is this process's block of the argument (sliced at
 axis_index), and an output sharded by its out_spec is gathered from every process, so that each
-process returns what jax.jit returns on a mesh of process_count() devices.
+process returns what jax.jit returns on a mesh of process_count() devices. An argument used only
+as such a sharded operand reaches the program as this process's block (local_inputs: the call
+slices it), so the plan holds 1/N of it.
 
 Inside the body, psum / pmean (psum_invariant then a division) / all_gather / psum_scatter
 (reduce_scatter) / axis_index over the processes' axis are ferry's collectives under the axis name
@@ -15,6 +17,8 @@ varying computation) transposes to psum, psum_invariant to the identity, the sli
 input to an all_gather of its cotangent and the gathering of an output to the slicing of its
 cotangent, so that ferry.jax.grad of a shard_map gives what jax.grad gives.
 """
+import numpy as np
+
 from ferry import _ferry as F
 from ferry._errors import invalid_argument, unimplemented
 from ferry.jax._interpreter import call_closed, eval_jaxpr, physical_shape, rule, scalar
@@ -200,6 +204,47 @@ def _mesh_sizes(mesh, manual):
     return sizes, (sizes[over[0]] if over else 1)
 
 
+def local_inputs(closed):
+    """The inputs of a traced function that reach the program as this process's block: those whose
+    every use is as a jax.shard_map operand split over the processes along one dimension (the same
+    one each time). {input index: (dimension, block shape)}; empty in a launch of one process."""
+    n = F.process_count()
+    if n == 1:
+        return {}
+    jaxpr = closed.jaxpr
+    outs = {id(v) for v in jaxpr.outvars}
+    found = {}
+    for i, v in enumerate(jaxpr.invars):
+        if id(v) in outs:
+            continue
+        split = None
+        for eqn in jaxpr.eqns:
+            for j, u in enumerate(eqn.invars):
+                if u is not v:
+                    continue
+                if eqn.primitive.name != "shard_map" or split is False:
+                    split = False
+                    break
+                body = eqn.params["jaxpr"]
+                inner = body.jaxpr if hasattr(body, "jaxpr") and hasattr(body, "consts") else body
+                g, l = physical_shape(v.aval), physical_shape(inner.invars[j].aval)
+                dims = [k for k, (a, b) in enumerate(zip(g, l)) if a != b]
+                this = (dims[0], tuple(l)) if len(dims) == 1 and g[dims[0]] == n * l[dims[0]] else False
+                split = this if split in (None, this) else False
+            if split is False:
+                break
+        if split:
+            found[i] = split
+    return found
+
+
+def take_block(x, dimension, size):
+    """This process's block of a whole argument along `dimension` (a NumPy copy, contiguous)."""
+    start = F.process_index() * size
+    index = (slice(None),) * dimension + (slice(start, start + size),)
+    return np.ascontiguousarray(np.asarray(x)[index])
+
+
 @rule("shard_map", higher_order=True)
 def _shard_map(ctx, eqn, *args):
     p = eqn.params
@@ -208,10 +253,11 @@ def _shard_map(ctx, eqn, *args):
     body = p["jaxpr"]
     inner = body.jaxpr if hasattr(body, "jaxpr") and hasattr(body, "consts") else body
     locals_ = []
+    local_vars = getattr(ctx, "local_vars", ())
     for x, outer_var, inner_var in zip(args, eqn.invars, inner.invars):
         g, l = physical_shape(outer_var.aval), physical_shape(inner_var.aval)
         d = _sharded_dimension(g, l, n, "argument")
-        if d is None:
+        if d is None or any(outer_var is v for v in local_vars):  # whole, or an argument taken as its block
             locals_.append(x)
         else:
             size = l[d]

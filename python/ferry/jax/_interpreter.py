@@ -287,18 +287,23 @@ def call_closed(ctx, closed, args, eqn=None):
     return eval_jaxpr(ctx, closed.jaxpr, consts, args)
 
 
-def to_program(closed, in_avals, donated=(), name="main", policy_override=False, override=None):
+def to_program(closed, in_avals, donated=(), name="main", policy_override=False, override=None, local=None):
     """Traces the ferry Program of a closed jaxpr. Returns (Lowered, constants, warnings): the
     arrays the program takes after the jaxpr's own inputs (captured constants, counted as arguments
-    like any other bytes), and the conversion's warnings."""
+    like any other bytes), and the conversion's warnings. `local`: {input index: (dimension, block
+    shape)} of inputs the program takes as this process's block (_collectives.local_inputs)."""
+    local = local or {}
     constants = collect_constants(closed, {})
     const_values = list(constants.values())
     specs = [spec(a, "argument") for a in in_avals]
+    for i, (_, block) in local.items():
+        specs[i] = (tuple(block),) + tuple(specs[i][1:])
     for c in const_values:
         aval = core.typeof(c)
         specs.append(spec(aval, "captured constant"))
     donated = list(donated) + [False] * len(const_values)
     ctx = Context(policy_override=policy_override, override=override)
+    ctx.local_vars = [closed.jaxpr.invars[i] for i in local]
 
     def fn(inputs):
         n = len(in_avals)

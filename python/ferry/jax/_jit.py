@@ -20,7 +20,7 @@ from jax._src import dtypes as jdtypes
 
 from ferry import _ferry as F
 from ferry._errors import Error, invalid_argument
-from ferry.jax import _ad
+from ferry.jax import _ad, _collectives
 from ferry.jax._interpreter import ferry_dtype, is_key, is_unsigned, to_program
 
 _NAME_CODE = re.compile(r"@jax:(save|offload:[a-z_]+:[a-z_]+)")
@@ -67,8 +67,9 @@ def _converter(leaf, aval):
 class Compiled:
     """A program ferry compiled for one signature: call it with arguments of that signature."""
 
-    def __init__(self, jitted, traced, lowered, compiled, constants, warnings, donated):
+    def __init__(self, jitted, traced, lowered, compiled, constants, warnings, donated, local):
         self._jitted = jitted
+        self._local = local  # arguments the program takes as this process's block
         self._compiled = compiled
         self._lowered = lowered
         self._in_tree = traced.in_tree
@@ -82,11 +83,19 @@ class Compiled:
         self._converters = None
         self._key_outputs = [(i, a) for i, a in enumerate(self._out_avals) if is_key(a)]
 
+    def _converters_for(self, leaves):
+        conv = [_converter(x, a) for x, a in zip(leaves, self._in_avals)]
+        for i, (d, block) in self._local.items():  # this process's block of a whole argument
+            c = conv[i]
+            conv[i] = (lambda x, c=c, d=d, size=block[d]:
+                       _collectives.take_block(c(x) if c else x, d, size))
+        return conv
+
     # The cached-call path: flat leaves in, the output structure out.
     def _call_flat(self, leaves):
         conv = self._converters
         if conv is None:
-            conv = self._converters = [_converter(x, a) for x, a in zip(leaves, self._in_avals)]
+            conv = self._converters = self._converters_for(leaves)
         if any(conv):
             leaves = [c(x) if c else x for c, x in zip(conv, leaves)]
         outs = self._runner(leaves)
@@ -154,7 +163,7 @@ class Compiled:
         bytes per memory kind) to trace_path; returns the results."""
         dyn_args, dyn_kwargs = self._jitted._dynamic(args, kwargs, for_compiled=True)
         leaves = jax.tree_util.tree_leaves((dyn_args, dyn_kwargs))
-        conv = [_converter(x, a) for x, a in zip(leaves, self._in_avals)]
+        conv = self._converters_for(leaves)
         leaves = [c(x) if c else x for c, x in zip(conv, leaves)]
         return self._out_tree.unflatten(self._runner(leaves, trace_path))
 
@@ -172,13 +181,14 @@ class CostAnalysis(dict):
 class Lowered:
     """A traced and converted program: as_text() is ferry IR; compile() makes it runnable."""
 
-    def __init__(self, jitted, traced, lowered, constants, warnings, donated):
+    def __init__(self, jitted, traced, lowered, constants, warnings, donated, local):
         self._jitted = jitted
         self._traced = traced
         self._lowered = lowered
         self._constants = constants
         self._warnings = warnings
         self._donated = donated
+        self._local = local
 
     def as_text(self, dialect=None, **kwargs):
         return self._lowered.as_text()
@@ -195,7 +205,8 @@ class Lowered:
         fit = fit_to_limit if fit_to_limit is not None else opts.get("fit_to_limit", j._fit_to_limit)
         be = backend if backend is not None else opts.get("backend", j._backend)
         compiled = self._lowered.compile(int(limit), bool(fit), str(be), bool(checked))
-        return Compiled(j, self._traced, self._lowered, compiled, self._constants, self._warnings, self._donated)
+        return Compiled(j, self._traced, self._lowered, compiled, self._constants, self._warnings, self._donated,
+                        self._local)
 
     @property
     def in_tree(self):
@@ -280,10 +291,11 @@ class Jitted:
         donated = [bool(i.donated) for i in jax.tree_util.tree_leaves(traced.args_info)]
         name = getattr(self._fun, "__name__", "main")
         name = re.sub(r"[^A-Za-z0-9_]", "_", name) or "main"
+        local = _collectives.local_inputs(closed)
         with _ad.tracing_for_ferry():
-            lowered, constants, warnings = to_program(closed, closed.in_avals, donated, name=name)
+            lowered, constants, warnings = to_program(closed, closed.in_avals, donated, name=name, local=local)
         constants = [_constant_array(c) for c in constants]
-        return Lowered(self, traced, lowered, constants, warnings, donated)
+        return Lowered(self, traced, lowered, constants, warnings, donated, local)
 
     def eval_shape(self, *args, **kwargs):
         return self._jax.eval_shape(*args, **kwargs)

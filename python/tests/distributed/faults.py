@@ -4,7 +4,8 @@ jitted shard_map step once with the others, then
   killed_peer         process 1 is killed (SIGKILL) before the second step: process 0 raises
                       ferry.Error UNAVAILABLE naming the collective within the timeout (2 s here);
   different_programs  process 1 traced the step for an argument of another shape: both raise
-                      ferry.Error INVALID_ARGUMENT at the first call, naming the argument.
+                      ferry.Error INVALID_ARGUMENT at the first call, naming the argument (as the
+                      program takes it: this process's block of the batch).
 Process 0 prints one line that CTest matches; each process exits 0 only where it got what its mode
 expects."""
 import os

@@ -170,3 +170,20 @@ def test_all_gather_invariant_and_its_gradient(mesh, tiled):
     x = rand(2 * N, 3, seed=13)
     assert_trees_close(ferry.jax.jit(sm)(x), jax.jit(sm)(x))
     assert_trees_close(ferry.jax.jit(ferry.jax.grad(sm))(x), jax.jit(jax.grad(sm))(x), rtol=1e-5, atol=1e-6)
+
+
+def test_an_argument_used_only_as_a_sharded_operand_is_held_as_this_processs_block(mesh):
+    """The batch of a data-parallel step: each process's plan holds its rows, not the whole batch
+    (the call takes the whole argument, as jax.jit's does, and passes on this process's block)."""
+    params, batch = params_and_batch(batch=16)
+    mean_loss = lambda p, b: jax.lax.pmean(loss_fn(p, b), "data")
+    sm = jax.shard_map(jax.value_and_grad(mean_loss), mesh=mesh, in_specs=(P(), P("data")), out_specs=P())
+    step = ferry.jax.jit(sm)
+    compiled = step.lower(params, batch).compile()
+    param_bytes = sum(np.asarray(a).nbytes for a in jax.tree.leaves(params))
+    batch_bytes = sum(np.asarray(a).nbytes for a in jax.tree.leaves(batch))
+    assert compiled.memory_analysis().argument_size_in_bytes == param_bytes + batch_bytes // N
+    assert "f32[16,6]" in step.lower(params, batch).as_text()  # the block, not f32[32,6]
+    assert_trees_close(step(params, batch), jax.jit(sm)(params, batch), rtol=1e-5, atol=1e-6)
+    compiled(params, batch)
+    check_invariants(compiled)
