@@ -137,10 +137,12 @@ int run_demo_processes(const DemoOptions& options) {
   const ExecutionStats stats = c.execution_stats();
   say(fmt::format("loss {:.4f} -> {:.4f} (mean of the last ten; {:.2f}x lower) in {} steps, {:.1f} ms a step\n", first,
                   last, first / last, options.steps, seconds / options.steps * 1e3));
-  say(fmt::format("process 0 measured: device high-water {} (planned {}); a step waited {:.2f} ms for "
+  say(fmt::format("process 0 measured: device high-water {} (planned {}); {} sent in the last step's collectives "
+                  "(counted as each started; planned {}); a step waited {:.2f} ms for "
                   "collectives (mean of the last {} steps, from their timelines; the last one's, a track per process: "
                   "ferry-demo-processes-<index>.trace.json)\n",
-                  mib(stats.device_high_water_bytes), mib(planned.peak_memory_in_bytes), waited / traced * 1e3, traced));
+                  mib(stats.device_high_water_bytes), mib(planned.peak_memory_in_bytes), mib(stats.bytes_exchanged),
+                  mib(cost.bytes_exchanged), waited / traced * 1e3, traced));
   if (!options.json_path.empty() && me == 0) {
     int64_t grad_bytes = 0;
     for (const Array& a : init) grad_bytes += static_cast<int64_t>(a.nbytes());
@@ -152,6 +154,7 @@ int run_demo_processes(const DemoOptions& options) {
                         {"estimated_step_ms", cost.estimated_seconds * 1e3},
                         {"estimated_waited_ms", cost.exposed_collective_seconds * 1e3},
                         {"bytes_exchanged", cost.bytes_exchanged},
+                        {"bytes_exchanged_counted", stats.bytes_exchanged},
                         {"gradient_bytes", grad_bytes},
                         {"device_peak", planned.peak_memory_in_bytes},
                         {"device_high_water", stats.device_high_water_bytes},
@@ -160,9 +163,11 @@ int run_demo_processes(const DemoOptions& options) {
                         {"machine", machine_info().summary()}};
     std::ofstream(options.json_path) << j.dump() << "\n";
   }
-  const bool ok = stats.device_high_water_bytes == planned.peak_memory_in_bytes && first / last >= options.min_factor;
+  const bool ok = stats.device_high_water_bytes == planned.peak_memory_in_bytes &&
+                  stats.bytes_exchanged == cost.bytes_exchanged && first / last >= options.min_factor;
   if (!ok)
-    say(fmt::format("demo failed: the loss fell {:.2f}x (wanted {:.2f}x) or the high-water mark missed the plan\n",
+    say(fmt::format("demo failed: the loss fell {:.2f}x (wanted {:.2f}x), or the high-water mark or the bytes sent "
+                    "missed the plan\n",
                     first / last, options.min_factor));
   return ok ? 0 : 1;
 }

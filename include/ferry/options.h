@@ -112,6 +112,11 @@ struct ExecutionStats {
   int64_t bytes_to_host = 0;    // copied device -> host kinds
   int64_t bytes_to_device = 0;  // copied host kinds -> device
   double wall_seconds = 0;
+  // Bytes this process sent to the others in the run's collectives, counted as each exchange
+  // started (a collective in a loop counts every time it runs), at a ring's bytes for the payload
+  // it handed to the transport: an all-reduce 2(N-1)/N of its operand, an all-gather and a
+  // reduce-scatter (N-1)/N of their whole array. cost_analysis().bytes_exchanged plans the same.
+  int64_t bytes_exchanged = 0;
   // On a GPU backend, the device's own view (cudaMemGetInfo: total - free) at the end of the run,
   // while its arena and outputs are still allocated; it includes the CUDA context and any other
   // process's memory, so it is an upper bound of the run's. 0 on the CPU backend.

@@ -112,6 +112,7 @@ void init_compiled(nb::module_& m) {
       .def_ro("host_high_water_bytes", &ExecutionStats::host_high_water_bytes)
       .def_ro("bytes_to_host", &ExecutionStats::bytes_to_host)
       .def_ro("bytes_to_device", &ExecutionStats::bytes_to_device)
+      .def_ro("bytes_exchanged", &ExecutionStats::bytes_exchanged)
       .def_ro("wall_seconds", &ExecutionStats::wall_seconds)
       .def_ro("device_used_bytes", &ExecutionStats::device_used_bytes)
       .def("__repr__", [](const ExecutionStats& e) {
@@ -119,6 +120,7 @@ void init_compiled(nb::module_& m) {
                ", host_high_water_bytes=" + std::to_string(e.host_high_water_bytes) +
                ", bytes_to_host=" + std::to_string(e.bytes_to_host) +
                ", bytes_to_device=" + std::to_string(e.bytes_to_device) +
+               ", bytes_exchanged=" + std::to_string(e.bytes_exchanged) +
                ", wall_seconds=" + std::to_string(e.wall_seconds) + ")";
       });
 

@@ -67,6 +67,14 @@ class Exchanges {
   virtual void wait(uint64_t ticket, Stream stream) = 0;
 };
 
+// The bytes this process sends in one exchange of `count` elements (as Exchanges::start takes it)
+// among n processes, as a ring sends them: an all-reduce 2(n-1)/n of them, an all-gather and a
+// reduce-scatter n-1 blocks. What a run counts (ExecutionStats::bytes_exchanged).
+inline int64_t ring_bytes(Exchanges::Kind kind, int64_t count, DType dtype, int64_t n) {
+  const int64_t bytes = count * static_cast<int64_t>(dtype_size(dtype));
+  return kind == Exchanges::Kind::all_reduce_sum ? 2 * (n - 1) * bytes / n : (n - 1) * bytes;
+}
+
 // What the cost model and the device limit need to know about the machine.
 struct DeviceFacts {
   std::string description;       // "CPU" or the GPU's name

@@ -349,6 +349,17 @@ void Executable::start_copy(size_t e, const Frame& f, State& st) const {
       enqueue_transfer(f, address(f, dst), to, address(f, src), from, p.type(dst).size_bytes(), nullptr);
 }
 
+void Executable::count_exchange(const Frame& f, const ir::Equation& eq) const {
+  using Kind = Exchanges::Kind;
+  const ir::Type& x = program_->type(eq.inputs[0]);
+  const ir::Type& y = program_->type(eq.outputs[0]);
+  const Kind kind = eq.prim == Primitive::psum         ? Kind::all_reduce_sum
+                    : eq.prim == Primitive::all_gather ? Kind::all_gather
+                                                       : Kind::reduce_scatter_sum;
+  f.stats->bytes_exchanged +=
+      ring_bytes(kind, kind == Kind::reduce_scatter_sum ? y.num_elements() : x.num_elements(), x.dtype, processes::count());
+}
+
 void Executable::start_collective(size_t e, const Frame& f, State& st) const {
   const ir::Program& p = *program_;
   const ir::Equation& eq = p.equations[e];
@@ -369,6 +380,11 @@ void Executable::start_collective(size_t e, const Frame& f, State& st) const {
     ticket = exchanges_->start(Kind::reduce_scatter_sum, in, out, p.type(eq.outputs[0]).num_elements(), x.dtype, what,
                                f.stream);
   }
+  const Kind kind = eq.prim == ir::op::psum_start        ? Kind::all_reduce_sum
+                    : eq.prim == ir::op::all_gather_start ? Kind::all_gather
+                                                          : Kind::reduce_scatter_sum;
+  const int64_t count = kind == Kind::reduce_scatter_sum ? p.type(eq.outputs[0]).num_elements() : x.num_elements();
+  f.stats->bytes_exchanged += ring_bytes(kind, count, x.dtype, processes::count());
   st.tickets[static_cast<size_t>(eq.outputs[0])] = ticket;
   st.exchange[static_cast<size_t>(eq.outputs[0])] = what;
   if (f.timeline) st.started[static_cast<size_t>(eq.outputs[0])] = now_seconds();
@@ -429,6 +445,8 @@ void Executable::execute(const Frame& f, State& st) const {
                   std::span<const MutView>(st.out.data(), eq.outputs.size()), workspace, f.stream);
       if (eq.prim == Primitive::device_put)
         count_transfer(f, p.type(eq.inputs[0]).kind, p.type(eq.outputs[0]).kind, p.type(eq.outputs[0]).size_bytes());
+      else if (eq.prim == Primitive::psum || eq.prim == Primitive::all_gather || eq.prim == Primitive::psum_scatter)
+        count_exchange(f, eq);
     }
     if (f.timeline && eq.prim != ir::op::copy_start && eq.prim != ir::op::copy_done && !async_collective(eq))
       f.timeline->compute(slice_name(eq, p), begin, now_seconds());

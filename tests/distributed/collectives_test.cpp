@@ -166,6 +166,12 @@ TEST(DataParallel, AveragedGradientsOfTheShardsAreTheWholeBatchs) {
   args.push_back(my_targets);
   std::vector<fy::Array> got = fy::testing::run_checked(dp, args);
   EXPECT_EQ(fy::testing::high_water_mismatch(dp), "") << "process " << me();
+  // The bytes the run counted as it started each exchange are the bytes the plan has, at least
+  // the ring's lower bound for all-reducing the gradients once.
+  int64_t gradient_bytes = 0;
+  for (const fy::Array& g : want) gradient_bytes += static_cast<int64_t>(g.nbytes());
+  EXPECT_EQ(dp.execution_stats().bytes_exchanged, dp.cost_analysis().bytes_exchanged);
+  EXPECT_GE(dp.execution_stats().bytes_exchanged, 2 * (n() - 1) * gradient_bytes / n());
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < want.size(); ++k) {
     std::vector<float> g = got[k].to_vector<float>(), w = want[k].to_vector<float>();
@@ -174,6 +180,25 @@ TEST(DataParallel, AveragedGradientsOfTheShardsAreTheWholeBatchs) {
     for (size_t i = 0; i < w.size(); ++i)
       ASSERT_NEAR(g[i], w[i], 2e-5f * scale) << "parameter " << fy::models::gpt_param_names()[k] << " element " << i;
   }
+}
+
+// A collective inside a loop runs, and is counted, once per step; one in a cond's branch only
+// where that branch runs.
+TEST(DataParallel, ExchangedBytesCountEveryExchangeThatRan) {
+  auto looped = fy::jit([](fy::Tensor x) {
+    auto r = fy::scan([](fy::Tensor c, fy::Tensor xi) {
+      fy::Tensor s = fy::psum(xi, "data");
+      return std::pair{c + s, fy::Tensor{}};
+    }, fy::sum(x, {0}) * 0.0, x);
+    return r.carry;
+  });
+  const fy::Array x = fy::full({5, 64}, 1.0 + me());
+  fy::Compiled c = looped.lower(x).compile();
+  std::vector<fy::Array> out = fy::testing::run_checked(c, {x});
+  const int64_t one = 2 * (n() - 1) * 64 * 4 / n();
+  EXPECT_EQ(c.execution_stats().bytes_exchanged, 5 * one);
+  EXPECT_EQ(c.cost_analysis().bytes_exchanged, 5 * one);
+  EXPECT_EQ(out[0].to_vector<float>()[0], 5.0f * static_cast<float>(n() * (n() + 1) / 2));
 }
 
 }  // namespace
