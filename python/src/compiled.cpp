@@ -106,7 +106,9 @@ void init_compiled(nb::module_& m) {
       .def_ro("bytes_to_host", &CostStats::bytes_to_host)
       .def_ro("bytes_to_device", &CostStats::bytes_to_device)
       .def_ro("estimated_seconds", &CostStats::estimated_seconds)
-      .def_ro("exposed_copy_seconds", &CostStats::exposed_copy_seconds);
+      .def_ro("exposed_copy_seconds", &CostStats::exposed_copy_seconds)
+      .def_ro("bytes_exchanged", &CostStats::bytes_exchanged)
+      .def_ro("exposed_collective_seconds", &CostStats::exposed_collective_seconds);
   nb::class_<ExecutionStats>(m, "ExecutionStats", "What the last run measured, independently of the plan")
       .def_ro("device_high_water_bytes", &ExecutionStats::device_high_water_bytes)
       .def_ro("host_high_water_bytes", &ExecutionStats::host_high_water_bytes)

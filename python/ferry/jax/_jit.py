@@ -148,7 +148,8 @@ class Compiled:
         c = self._compiled.cost_analysis()
         return CostAnalysis(flops=c.flops, recompute_flops=c.recompute_flops, bytes_to_host=c.bytes_to_host,
                             bytes_to_device=c.bytes_to_device, estimated_seconds=c.estimated_seconds,
-                            exposed_copy_seconds=c.exposed_copy_seconds)
+                            exposed_copy_seconds=c.exposed_copy_seconds, bytes_exchanged=c.bytes_exchanged,
+                            exposed_collective_seconds=c.exposed_collective_seconds)
 
     def execution_stats(self):
         """What the most recent run measured (zeros before the first run)."""

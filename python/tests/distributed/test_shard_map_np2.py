@@ -135,6 +135,10 @@ def test_every_process_measures_what_it_planned(mesh):
     compiled(x)
     m = check_invariants(compiled)
     assert m.peak_memory_in_bytes > 0
+    # The bytes sent, counted by the run as each exchange started, are the plan's: a ring's
+    # all-reduce of this process's f32[4, 64] block.
+    assert compiled.execution_stats().bytes_exchanged == compiled.cost_analysis().bytes_exchanged
+    assert compiled.cost_analysis().bytes_exchanged == 2 * (N - 1) * 4 * 64 * 4 // N
 
 
 def test_a_collective_inside_a_scan(mesh):
