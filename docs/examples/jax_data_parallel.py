@@ -1,17 +1,15 @@
 """The JAX guide's data-parallel program (More than one process), whole: the guide quotes it from
-`import os` to the training loop, and docs.snippets checks that it still does. A test under
+`import jax` to the step, and docs.snippets checks that it still does. A test under
 `mpirun -np 2` (docs.jax_data_parallel_np2, where the build has the Python package and MPI): it fails
 unless every process's losses equal jax.jit's on the whole batch in one process and fall.
 """
-import os
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=2")  # the JAX reference's mesh
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, PartitionSpec as P
 import ferry.jax
 
-ferry.jax.distributed.initialize()                 # the processes mpirun started
+ferry.jax.distributed.initialize()                 # the processes mpirun started (and a JAX device each)
 n = ferry.jax.process_count()
 mesh = Mesh(np.array(jax.devices()[:n]), ("data",))  # one mesh position per process
 

@@ -6,12 +6,16 @@ one this is and how many there are.
     ferry.distributed.initialize()             # once, before the first ferry.jax.jit call
     ferry.distributed.process_index()          # 0 or 1 under mpirun -np 2
 
-Inside `ferry.jax.jit`, a `jax.shard_map` over a mesh axis whose size is `process_count()` runs one
-shard per process: jax.lax.psum / pmean / all_gather / psum_scatter / axis_index over that axis are
+initialize() also gives JAX's CPU backend one device per process (where JAX has not started yet),
+as jax.distributed.initialize makes jax.devices() every process's, so that a mesh over
+jax.devices() has a position per process. Inside `ferry.jax.jit`, a `jax.shard_map` over a mesh
+axis whose size is `process_count()` runs one shard per process: jax.lax.psum / pmean / all_gather / psum_scatter / axis_index over that axis are
 ferry's collectives over the processes (Open MPI). Every process must call the jitted function with
 the same arguments' shapes; a process that stops taking part makes the others raise ferry.Error
 with code "UNAVAILABLE" within `timeout` seconds instead of hanging.
 """
+import os
+
 from ferry import _ferry
 from ferry._errors import Error, invalid_argument
 
@@ -31,6 +35,7 @@ def initialize(axis_name="data", timeout=300.0, *, num_processes=None, process_i
     except (TypeError, ValueError):
         raise invalid_argument(f"ferry.distributed.initialize: timeout must be a number of seconds, not {timeout!r}") from None
     _ferry.initialize(axis_name, timeout)
+    _one_jax_device_per_process(_ferry.process_count())
     for name, given, actual in (("num_processes", num_processes, _ferry.process_count()),
                                 ("process_id", process_id, _ferry.process_index())):
         if given is not None and given != actual:
@@ -58,4 +63,17 @@ def axis_name():
     return _ferry.axis_name()
 
 
-Error = Error
+def _one_jax_device_per_process(n):
+    """As jax.distributed.initialize makes jax.devices() every process's devices, JAX's CPU backend
+    gets n devices here, so that a mesh over jax.devices() (jax.make_mesh((n,), ...)) has a
+    position per process and jax.jit of the same shard_map is the reference on every process. Only
+    where JAX's backend has not started (its devices are fixed then) and no count was asked for."""
+    if n <= 1 or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", ""):
+        return
+    try:
+        import jax
+        from jax._src import xla_bridge
+    except ImportError:  # pragma: no cover - jax is a dependency of the package
+        return
+    if jax.config.jax_num_cpu_devices == -1 and not xla_bridge.backends_are_initialized():
+        jax.config.update("jax_num_cpu_devices", n)
