@@ -645,8 +645,8 @@ bool plan_choices(ir::Program& program, const Target& options, const PlanTail& t
 }
 
 // Under fit_to_limit, when no choice of the values fits: the state the step carries (offload_state.h)
-// in host memory between calls, the fewest arrays that fit (largest first; found by doubling, then
-// bisection), each plan with the planner's choices for the values as well.
+// in host memory between calls, the fewest arrays that fit (in state_candidates' order; found by
+// doubling, then bisection), each plan with the planner's choices for the values as well.
 bool plan_with_state_offloaded(ir::Program& program, const Target& options, const PlanTail& tail,
                                AutoPlanReport* report, const PlanTail* pose_tail, std::span<const char> donated,
                                const Error& without) {
@@ -680,17 +680,9 @@ bool plan_with_state_offloaded(ir::Program& program, const Target& options, cons
     lo = hi;
     hi = std::min(hi * 2, state.size());
   }
-  while (hi - lo > 1) {  // the fewest that fit (fits(hi) holds; a fit below replaces the choice)
+  while (hi - lo > 1) {  // the fewest that fit (fits(hi) holds; only a fit replaces the choice)
     const size_t mid = (lo + hi) / 2;
-    ir::Program kept = *chosen;
-    AutoPlanReport kept_report = chosen_report;
-    if (fits(mid)) {
-      hi = mid;
-    } else {
-      lo = mid;
-      chosen = std::move(kept);
-      chosen_report = std::move(kept_report);
-    }
+    (fits(mid) ? hi : lo) = mid;
   }
   program = std::move(*chosen);
   if (report) *report = std::move(chosen_report);

@@ -16,14 +16,10 @@ bool materialize_outputs(ir::Program& program) {
       returned[static_cast<size_t>(v)] = 1;
       continue;
     }
-    ir::Type t = program.type(v);
-    ir::Equation copy;
-    copy.prim = Primitive::device_put;
-    copy.params = ir::DevicePutParams{t.kind};
-    copy.inputs = {v};
-    copy.outputs = {program.add_value(t)};
-    v = copy.outputs[0];
-    program.equations.push_back(std::move(copy));
+    const ir::Type t = program.type(v);
+    const ir::ValueId copy = program.add_value(t);
+    program.equations.push_back(device_put(v, copy, t.kind));
+    v = copy;
     changed = true;
   }
   return changed;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <concepts>
 
+#include "compiler/pass_util.h"
+
 namespace ferry::compiler {
 
 namespace {
@@ -22,15 +24,6 @@ std::vector<size_t> distance_from(const ir::Program& p, ir::ValueId start) {
     for (ir::ValueId o : eq.outputs) d[idx(o)] = std::min(d[idx(o)], nearest + 1);
   }
   return d;
-}
-
-ir::Equation device_put(ir::ValueId in, ir::ValueId out, MemoryKind dst) {
-  ir::Equation e;
-  e.prim = Primitive::device_put;
-  e.params = ir::DevicePutParams{dst};
-  e.inputs = {in};
-  e.outputs = {out};
-  return e;
 }
 
 }  // namespace

@@ -57,4 +57,13 @@ bool reorder(ir::Program& program, const std::vector<size_t>& order) {
   return true;
 }
 
+ir::Equation device_put(ir::ValueId in, ir::ValueId out, MemoryKind dst) {
+  ir::Equation e;
+  e.prim = Primitive::device_put;
+  e.params = ir::DevicePutParams{dst};
+  e.inputs = {in};
+  e.outputs = {out};
+  return e;
+}
+
 }  // namespace ferry::compiler

@@ -23,6 +23,9 @@ bool run_on_bodies_with_parent(ir::Program& program,
 void append_async_pair(ir::Program& program, const ir::Equation& eq, Primitive start, Primitive done,
                        std::vector<ir::Equation>& out);
 
+// out = device_put(in) to the memory kind `dst`.
+ir::Equation device_put(ir::ValueId in, ir::ValueId out, MemoryKind dst);
+
 // Puts the equations in `order` (a permutation of their indices). Returns whether any moved.
 bool reorder(ir::Program& program, const std::vector<size_t>& order);
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "ir/dce.h"
+#include "compiler/pass_util.h"
 #include "compiler/prune_scans.h"
 #include "ferry/error.h"
 #include "ir/params_text.h"
@@ -247,11 +248,7 @@ ValueId resolve(const std::vector<ValueId>& ren, ValueId v) {
 }
 
 ir::Equation device_put(ValueId in, ValueId out, MemoryKind dst, bool fetch) {
-  ir::Equation e;
-  e.prim = Primitive::device_put;
-  e.params = ir::DevicePutParams{dst};
-  e.inputs = {in};
-  e.outputs = {out};
+  ir::Equation e = compiler::device_put(in, out, dst);
   e.rematerialized = fetch;  // a fetch belongs to the backward pass, just before its reader
   return e;
 }

@@ -42,6 +42,28 @@ std::string slice_name(const ir::Equation& eq, const ir::Program& p) {
   return name;
 }
 
+// The exchange a collective (or its start) runs: as Exchanges::start takes it, and its name.
+struct ExchangeOf {
+  Exchanges::Kind kind;
+  int64_t count;  // elements of the operand, or of the result for a reduce-scatter
+  DType dtype;
+  const char* what;
+};
+ExchangeOf exchange_of(const ir::Program& p, const ir::Equation& eq) {
+  using Kind = Exchanges::Kind;
+  const ir::Type& x = p.type(eq.inputs[0]);
+  if (eq.prim == Primitive::psum || eq.prim == ir::op::psum_start)
+    return {Kind::all_reduce_sum, x.num_elements(), x.dtype, "psum"};
+  if (eq.prim == Primitive::all_gather || eq.prim == ir::op::all_gather_start)
+    return {Kind::all_gather, x.num_elements(), x.dtype, "all_gather"};
+  return {Kind::reduce_scatter_sum, p.type(eq.outputs[0]).num_elements(), x.dtype, "psum_scatter"};
+}
+
+// What a run counts of each exchange it starts (ExecutionStats::bytes_exchanged).
+void count_sent(ExecutionStats& stats, const ExchangeOf& x) {
+  stats.bytes_exchanged += ring_bytes(x.kind, x.count, x.dtype, processes::count());
+}
+
 // Compile's refusal of an equation the backend has no kernel for; `why`, where known, says why.
 [[noreturn]] void no_kernel(const Backend& backend, const ir::Equation& eq, const std::string& why) {
   throw Error(ErrorCode::unimplemented, fmt::format("the {} backend has no kernel for {}{}{}", backend.name(),
@@ -349,45 +371,17 @@ void Executable::start_copy(size_t e, const Frame& f, State& st) const {
       enqueue_transfer(f, address(f, dst), to, address(f, src), from, p.type(dst).size_bytes(), nullptr);
 }
 
-void Executable::count_exchange(const Frame& f, const ir::Equation& eq) const {
-  using Kind = Exchanges::Kind;
-  const ir::Type& x = program_->type(eq.inputs[0]);
-  const ir::Type& y = program_->type(eq.outputs[0]);
-  const Kind kind = eq.prim == Primitive::psum         ? Kind::all_reduce_sum
-                    : eq.prim == Primitive::all_gather ? Kind::all_gather
-                                                       : Kind::reduce_scatter_sum;
-  f.stats->bytes_exchanged +=
-      ring_bytes(kind, kind == Kind::reduce_scatter_sum ? y.num_elements() : x.num_elements(), x.dtype, processes::count());
-}
-
 void Executable::start_collective(size_t e, const Frame& f, State& st) const {
   const ir::Program& p = *program_;
   const ir::Equation& eq = p.equations[e];
-  const ir::Type& x = p.type(eq.inputs[0]);
-  const void* in = address(f, eq.inputs[0]);
-  void* out = address(f, eq.outputs[0]);
-  uint64_t ticket;
-  const char* what;
-  using Kind = Exchanges::Kind;
-  if (eq.prim == ir::op::psum_start) {
-    what = "psum";
-    ticket = exchanges_->start(Kind::all_reduce_sum, in, out, x.num_elements(), x.dtype, what, f.stream);
-  } else if (eq.prim == ir::op::all_gather_start) {
-    what = "all_gather";
-    ticket = exchanges_->start(Kind::all_gather, in, out, x.num_elements(), x.dtype, what, f.stream);
-  } else {
-    what = "psum_scatter";
-    ticket = exchanges_->start(Kind::reduce_scatter_sum, in, out, p.type(eq.outputs[0]).num_elements(), x.dtype, what,
-                               f.stream);
-  }
-  const Kind kind = eq.prim == ir::op::psum_start        ? Kind::all_reduce_sum
-                    : eq.prim == ir::op::all_gather_start ? Kind::all_gather
-                                                          : Kind::reduce_scatter_sum;
-  const int64_t count = kind == Kind::reduce_scatter_sum ? p.type(eq.outputs[0]).num_elements() : x.num_elements();
-  f.stats->bytes_exchanged += ring_bytes(kind, count, x.dtype, processes::count());
-  st.tickets[static_cast<size_t>(eq.outputs[0])] = ticket;
-  st.exchange[static_cast<size_t>(eq.outputs[0])] = what;
-  if (f.timeline) st.started[static_cast<size_t>(eq.outputs[0])] = now_seconds();
+  const ExchangeOf x = exchange_of(p, eq);
+  const ir::ValueId started = eq.outputs[0];
+  const uint64_t ticket = exchanges_->start(x.kind, address(f, eq.inputs[0]), address(f, started), x.count, x.dtype,
+                                            x.what, f.stream);
+  count_sent(*f.stats, x);
+  st.tickets[static_cast<size_t>(started)] = ticket;
+  st.exchange[static_cast<size_t>(started)] = x.what;
+  if (f.timeline) st.started[static_cast<size_t>(started)] = now_seconds();
 }
 
 void Executable::finish_collective(size_t e, const Frame& f, State& st) const {
@@ -446,7 +440,7 @@ void Executable::execute(const Frame& f, State& st) const {
       if (eq.prim == Primitive::device_put)
         count_transfer(f, p.type(eq.inputs[0]).kind, p.type(eq.outputs[0]).kind, p.type(eq.outputs[0]).size_bytes());
       else if (eq.prim == Primitive::psum || eq.prim == Primitive::all_gather || eq.prim == Primitive::psum_scatter)
-        count_exchange(f, eq);
+        count_sent(*f.stats, exchange_of(p, eq));
     }
     if (f.timeline && eq.prim != ir::op::copy_start && eq.prim != ir::op::copy_done && !async_collective(eq))
       f.timeline->compute(slice_name(eq, p), begin, now_seconds());

@@ -105,8 +105,6 @@ class Executable {
     return ir::has(eq.prim, ir::kCollective) && (ir::has(eq.prim, ir::kAsyncStart) || ir::has(eq.prim, ir::kAsyncDone));
   }
   void start_collective(size_t e, const Frame& frame, State& state) const;
-  // Adds a synchronous collective's bytes (a ring's) to the run's stats, as start_collective does.
-  void count_exchange(const Frame& frame, const ir::Equation& eq) const;
   void finish_collective(size_t e, const Frame& frame, State& state) const;
   void enter_body(size_t e, const Frame& frame, Frame& body) const;
   void enter_loop(size_t e, const Frame& frame, State& state, size_t num_carry, size_t invariant_from) const;
