@@ -20,7 +20,7 @@ cotangent, so that ferry.jax.grad of a shard_map gives what jax.grad gives.
 import numpy as np
 
 from ferry import _ferry as F
-from ferry._errors import invalid_argument, unimplemented
+from ferry._errors import Error, invalid_argument, unimplemented
 from ferry.jax._interpreter import call_closed, eval_jaxpr, physical_shape, rule, scalar
 
 # How to launch, for the messages that need it.
@@ -41,7 +41,7 @@ def _names(axes):
 def _over_processes(ctx, axes):
     """Whether a collective over `axes` exchanges between the processes (False: every axis named
     has size 1). An axis no enclosing shard_map binds is refused."""
-    sizes = getattr(ctx, "mesh_axes", None) or {}
+    sizes = ctx.mesh_axes
     exchanges = False
     for n in _names(axes):
         if n not in sizes:
@@ -204,6 +204,11 @@ def _mesh_sizes(mesh, manual):
     return sizes, (sizes[over[0]] if over else 1)
 
 
+def _inner(body):
+    """A shard_map's body as a Jaxpr (its parameter may be a ClosedJaxpr)."""
+    return body.jaxpr if hasattr(body, "jaxpr") and hasattr(body, "consts") else body
+
+
 def local_inputs(closed):
     """The inputs of a traced function that reach the program as this process's block: those whose
     every use is as a jax.shard_map operand split over the processes along one dimension (the same
@@ -225,11 +230,12 @@ def local_inputs(closed):
                 if eqn.primitive.name != "shard_map" or split is False:
                     split = False
                     break
-                body = eqn.params["jaxpr"]
-                inner = body.jaxpr if hasattr(body, "jaxpr") and hasattr(body, "consts") else body
-                g, l = physical_shape(v.aval), physical_shape(inner.invars[j].aval)
-                dims = [k for k, (a, b) in enumerate(zip(g, l)) if a != b]
-                this = (dims[0], tuple(l)) if len(dims) == 1 and g[dims[0]] == n * l[dims[0]] else False
+                l = physical_shape(_inner(eqn.params["jaxpr"]).invars[j].aval)
+                try:
+                    d = _sharded_dimension(physical_shape(v.aval), l, n, "argument")
+                except Error:  # converting the shard_map says why
+                    d = None
+                this = (d, tuple(l)) if d is not None else False
                 split = this if split in (None, this) else False
             if split is False:
                 break
@@ -251,20 +257,19 @@ def _shard_map(ctx, eqn, *args):
     manual = p.get("manual_axes", p.get("newly_manual_axes"))
     sizes, n = _mesh_sizes(p["mesh"], manual)
     body = p["jaxpr"]
-    inner = body.jaxpr if hasattr(body, "jaxpr") and hasattr(body, "consts") else body
+    inner = _inner(body)
     locals_ = []
-    local_vars = getattr(ctx, "local_vars", ())
     for x, outer_var, inner_var in zip(args, eqn.invars, inner.invars):
         g, l = physical_shape(outer_var.aval), physical_shape(inner_var.aval)
         d = _sharded_dimension(g, l, n, "argument")
-        if d is None or any(outer_var is v for v in local_vars):  # whole, or an argument taken as its block
+        if d is None or any(outer_var is v for v in ctx.local_vars):  # whole, or an argument taken as its block
             locals_.append(x)
         else:
             size = l[d]
             locals_.append(_with_vjp(ctx, lambda v, d=d, size=size: _block(v, d, size),
                                      lambda ct, d=d: F.all_gather(ct, _axis(), d, True), x))
-    saved = getattr(ctx, "mesh_axes", None)
-    ctx.mesh_axes = {**(saved or {}), **sizes}
+    saved = ctx.mesh_axes
+    ctx.mesh_axes = {**saved, **sizes}
     try:
         if inner is body:
             outs = eval_jaxpr(ctx, body, [], locals_)

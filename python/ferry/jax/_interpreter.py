@@ -143,6 +143,8 @@ class Context:
         self.warnings = []
         self.policy_override = policy_override  # explain(): every checkpoint under `override`
         self.override = override           # a ferry Policy, or None for "no checkpoints"
+        self.mesh_axes = {}                # axis name -> size, inside jax.shard_map bodies (_collectives)
+        self.local_vars = []               # top-level inputs the program takes as this process's block
         self._warned = set()
 
     def warn(self, message):
