@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/cpu/onednn_gemm.h"
 #include "runtime/cpu/parallel.h"
 #include "runtime/kernel_test_util.h"
 
@@ -305,6 +306,9 @@ TEST(ParallelKernels, ThreefryAndDotGiveTheSameBytesForEveryThreadCount) {
   const Buffer x0 = random_buffer(DType::i32, {70000}, -1e9, 1e9), x1 = random_buffer(DType::i32, {70000}, -1e9, 1e9);
   const Buffer a = random_buffer(DType::f32, {512, 300}), b = random_buffer(DType::f32, {300, 384});
   const Buffer ab = random_buffer(DType::bf16, {8, 128, 64}), bb = random_buffer(DType::bf16, {8, 64, 96});
+  const Buffer big_a = random_buffer(DType::f32, {650, 1024}), big_b = random_buffer(DType::f32, {1024, 1024});
+  const Buffer big_ab = random_buffer(DType::bf16, {650, 256}), big_bb = random_buffer(DType::bf16, {256, 512});
+  const Buffer batch_a = random_buffer(DType::bf16, {3, 250, 256}), batch_b = random_buffer(DType::bf16, {3, 256, 512});
   same_bytes_across_thread_counts("threefry and dot", [&] {
     std::vector<Buffer> r = run(Primitive::threefry2x32, ir::NoParams{}, {&k0, &k1, &x0, &x1},
                                 {{DType::i32, {70000}}, {DType::i32, {70000}}});
@@ -313,8 +317,31 @@ TEST(ParallelKernels, ThreefryAndDotGiveTheSameBytesForEveryThreadCount) {
     r.push_back(run1(Primitive::dot_general, ir::DotGeneralParams{{{0}, {0}, {}, {}}}, {&a, &a}, DType::f32, {300, 300}));
     r.push_back(run1(Primitive::dot_general, ir::DotGeneralParams{{{2}, {1}, {0}, {0}}}, {&ab, &bb}, DType::bf16,
                      {8, 128, 96}));
+    // Planned in 4 blocks of rows (162 and 163): with fewer threads than blocks oneDNN's products
+    // run in fewer, larger blocks (1, 2 or 3 here), and must give the same bits; batched, 3 x 2
+    // blocks run as 3 whole products on 3 threads.
+    r.push_back(run1(Primitive::dot_general, ir::DotGeneralParams{{{1}, {0}, {}, {}}}, {&big_a, &big_b}, DType::f32,
+                     {650, 1024}));
+    r.push_back(run1(Primitive::dot_general, ir::DotGeneralParams{{{1}, {0}, {}, {}}}, {&big_ab, &big_bb},
+                     DType::bf16, {650, 512}));
+    r.push_back(run1(Primitive::dot_general, ir::DotGeneralParams{{{2}, {1}, {0}, {0}}}, {&batch_a, &batch_b},
+                     DType::bf16, {3, 250, 512}));
     return r;
   });
+}
+
+TEST(ParallelKernels, AProductPlannedInMoreBlocksThanThreadsRunsInFewer) {
+  // 650x1024x1024 is planned in 4 blocks of rows; with fewer threads oneDNN runs as many blocks as
+  // give every thread the same share (the same bits: the test above).
+  const Buffer a = random_buffer(DType::f32, {650, 1024}), b = random_buffer(DType::f32, {1024, 1024});
+  for (const auto& [threads, gemms] : {std::pair{5, 4}, {1, 1}, {2, 2}, {3, 3}, {4, 4}}) {
+    ThreadCount tc(threads);
+    const int64_t before = cpu::gemm_calls();
+    run1(Primitive::dot_general, ir::DotGeneralParams{{{1}, {0}, {}, {}}}, {&a, &b}, DType::f32, {650, 1024});
+    const int64_t ran = cpu::gemm_calls() - before;
+    if (ran == 0) GTEST_SKIP() << "this path multiplies f32 with OpenBLAS";
+    EXPECT_EQ(ran, gemms) << threads << " threads";
+  }
 }
 
 TEST(ParallelKernels, GemmCutIntoBlocksIsTheProduct) {

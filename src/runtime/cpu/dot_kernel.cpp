@@ -183,8 +183,9 @@ GemmSplit gemm_split(int64_t M, int64_t N, int64_t K, bool m_only) {
 // workspace holds one scratch per lane). Fixed, not the thread count, so that the plan does not
 // depend on FERRY_NUM_THREADS; more threads than lanes share them.
 constexpr int64_t kScratchLanes = 8;
-// The smallest f32 product oneDNN takes (see plan_onednn).
-constexpr double kMinOneDnnFlops = 2.0 * 1024 * 1024;
+// The smallest f32 product oneDNN takes, and the size from which it may take more scratch (see
+// plan_onednn).
+constexpr double kMinOneDnnFlops = 2.0 * 1024 * 1024, kLargeFlops = 128.0 * 1024 * 1024;
 
 // How a product runs, decided on the shapes alone, so that the kernel and its workspace
 // declaration agree.
@@ -228,14 +229,19 @@ bool plan_onednn(DotPlan& d, const Problem& p, DType type, const Operand& lhs, c
     d.scratch = std::max(d.scratch, gemm_scratch_bytes(*g));
   }
   d.lanes = std::min(p.B * d.split.blocks, kScratchLanes);
-  // f32 products have a second engine as fast (OpenBLAS, with its core chosen from cpuid) that
-  // needs no scratch and costs less per call: oneDNN takes the product where it is big enough for
-  // its call overhead (measured: a 16x32x64 product ran at a third of OpenBLAS's rate) and its
-  // scratch is small beside the operands (it reaches 650 KiB for a transposed lhs).
+  // f32 products have a second engine (OpenBLAS, with its core chosen from cpuid) that needs no
+  // scratch and costs less per call: oneDNN takes the product where it is big enough for its call
+  // overhead (measured: a 16x32x64 product ran at a third of OpenBLAS's rate) and its scratch is
+  // small beside the operands (it reaches 650 KiB for a transposed lhs): under 1/32 of them, or
+  // under 1/8 for a product of kLargeFlops or more, where oneDNN runs faster (256x1024x1024 on a
+  // 2-thread Zen 5: 367-382 against 285-340 GFLOP/s, bench/dot_bench beside FERRY_DOT_PATH=openblas;
+  // at 32-64 MFLOP the two were even).
   if (type == DType::f32) {
-    const double flops = 2.0 * static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K);
+    const double flops = 2.0 * static_cast<double>(p.M) * static_cast<double>(p.N) * static_cast<double>(p.K) *
+                         static_cast<double>(p.B);
     const int64_t operands = (p.M * p.K + p.K * p.N + p.M * p.N) * p.B * 4;
-    if (flops * static_cast<double>(p.B) < kMinOneDnnFlops || d.scratch * d.lanes * 32 > operands) return false;
+    const int64_t share = flops >= kLargeFlops ? 8 : 32;
+    if (flops < kMinOneDnnFlops || d.scratch * d.lanes * share > operands) return false;
   }
   d.gemm_type = type;
   d.onednn = true;
@@ -292,18 +298,53 @@ Piece<F> piece(const Problem& p, const GemmSplit& split, const MatrixView<F>& a,
 // The workspace scratch the plan's lanes take (after any packing).
 int64_t scratch_take(const DotPlan& d) { return d.onednn && d.scratch > 0 ? Workspace::piece(d.scratch) * d.lanes : 0; }
 
+// The blocks of rows a planned oneDNN product runs in on this pool. Each block packs all of op(B)
+// again, so where the pool has fewer threads than the plan has blocks, fewer blocks that still
+// give every thread the same number of pieces run faster (on a 2-thread Zen 5, 256x1024x1024 f32
+// in 2 blocks ran 8% faster than in 4). oneDNN's brgemm sums each element over K in the same order
+// whichever rows a call holds (ParallelKernels.ThreefryAndDotGiveTheSameBytesForEveryThreadCount
+// checks it), so the bits do not change; nor does the workspace: a cut whose gemms need more
+// scratch than the plan declared is not taken.
+struct RunSplit {
+  GemmSplit split;
+  int64_t small_side = 0;
+  const PreparedGemm* gemm[2] = {};
+};
+
+RunSplit run_split(const Problem& p, const DotPlan& d) {
+  const RunSplit planned{d.split, d.small_side, {d.gemm[0], d.gemm[1]}};
+  const int64_t threads = num_threads();
+  if (d.split.along_n || threads >= p.B * d.split.blocks) return planned;
+  int64_t blocks = 1;
+  while (blocks < d.split.blocks && (p.B * blocks) % threads != 0) ++blocks;
+  if (blocks == d.split.blocks) return planned;
+  RunSplit r{{false, blocks}, p.M / blocks, {}};
+  const GemmShape& shape = gemm_shape(*d.gemm[0]);
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t m = p.M * (blk + 1) / blocks - p.M * blk / blocks;
+    const PreparedGemm*& g = r.gemm[m - r.small_side];
+    if (g) continue;
+    GemmShape s = shape;
+    s.m = m;
+    g = prepare_gemm(s);
+    if (!g || gemm_scratch_bytes(*g) > d.scratch) return planned;
+  }
+  return r;
+}
+
 template <class F>
 void onednn_gemms(const Problem& p, const DotPlan& d, const MatrixView<F>& a, const MatrixView<F>& b, F* out,
                   Workspace& workspace) {
-  const int64_t tasks = p.B * d.split.blocks;
+  const RunSplit r = run_split(p, d);
+  const int64_t tasks = p.B * r.split.blocks, lanes = std::min(tasks, d.lanes);
   char* scratch = scratch_take(d) > 0 ? workspace.take<char>(scratch_take(d)) : nullptr;
   const int64_t lane_bytes = Workspace::piece(d.scratch);
   // Lane l runs pieces l, l + lanes, ...: each lane's scratch serves one call at a time.
-  parallel_for(d.lanes, 1, [&](int64_t begin, int64_t end) {
+  parallel_for(lanes, 1, [&](int64_t begin, int64_t end) {
     for (int64_t lane = begin; lane < end; ++lane)
-      for (int64_t t = lane; t < tasks; t += d.lanes) {
-        const Piece<F> x = piece(p, d.split, a, b, out, t);
-        run_gemm(*d.gemm[x.m - d.small_side], x.a, x.b, x.c, scratch ? scratch + lane * lane_bytes : nullptr);
+      for (int64_t t = lane; t < tasks; t += lanes) {
+        const Piece<F> x = piece(p, r.split, a, b, out, t);
+        run_gemm(*r.gemm[x.m - r.small_side], x.a, x.b, x.c, scratch ? scratch + lane * lane_bytes : nullptr);
       }
   });
 }
@@ -462,6 +503,7 @@ int64_t dot_general_workspace(const ir::Equation& eq, std::span<const ir::Type* 
         size.add<float>(ot.num_elements());
       }
       size.bytes += gemm_workspace(d, lt.shape, rt.shape);
+      if (d.onednn) run_split(p, d);  // prepares the gemms a run on this pool takes, now rather than in a run
     } else {
       const Operand lo = lhs_operand(p, lt.shape), ro = rhs_operand(p, rt.shape);
       if (!in_place(lo)) size.add<loop_t<T>>(lt.num_elements());

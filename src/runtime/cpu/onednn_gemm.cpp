@@ -89,7 +89,7 @@ class PreparedGemm {
  public:
   static constexpr size_t kSlots = 16;
 
-  explicit PreparedGemm(const GemmShape& s) {
+  explicit PreparedGemm(const GemmShape& s) : shape_(s) {
     a_ = matrix_desc(s.dtype, s.m, s.k, s.trans_a, s.lda);
     b_ = matrix_desc(s.dtype, s.k, s.n, s.trans_b, s.ldb);
     c_ = matrix_desc(s.dtype, s.m, s.n, false, s.ldc);
@@ -127,6 +127,7 @@ class PreparedGemm {
   // ("ref:any") are plain loops.
   bool usable() const { return pd_ != nullptr && impl_.rfind("brg", 0) == 0; }
   int64_t scratch_bytes() const { return scratch_bytes_; }
+  const GemmShape& shape() const { return shape_; }
   const std::string& implementation() const { return impl_; }
 
   void run(const void* a, const void* b, void* c, void* scratch) const {
@@ -169,6 +170,7 @@ class PreparedGemm {
     check(dnnl_primitive_execute(primitive_, stream(), scratch_bytes_ > 0 ? 4 : 3, args), "matmul");
   }
 
+  GemmShape shape_;
   dnnl_memory_desc_t a_{}, b_{}, c_{}, scratch_{};
   dnnl_primitive_desc_t pd_ = nullptr;
   dnnl_primitive_t primitive_ = nullptr;
@@ -196,6 +198,7 @@ const PreparedGemm* prepare_gemm(const GemmShape& shape) {
 }
 
 int64_t gemm_scratch_bytes(const PreparedGemm& g) { return g.scratch_bytes(); }
+const GemmShape& gemm_shape(const PreparedGemm& g) { return g.shape(); }
 std::string gemm_implementation(const PreparedGemm& g) { return g.implementation(); }
 namespace {
 std::atomic<int64_t> g_gemm_calls{0};

@@ -39,6 +39,8 @@ class PreparedGemm;
 const PreparedGemm* prepare_gemm(const GemmShape& shape);
 // The scratch bytes one call needs (a piece of the kernel's workspace).
 int64_t gemm_scratch_bytes(const PreparedGemm& g);
+// The shape it was prepared for.
+const GemmShape& gemm_shape(const PreparedGemm& g);
 // oneDNN's name for the kernel it chose, e.g. "brg:avx512_core_bf16".
 std::string gemm_implementation(const PreparedGemm& g);
 // Runs it on the calling thread; `scratch` holds gemm_scratch_bytes(g) bytes, 64-byte aligned.
