@@ -20,7 +20,11 @@
 // another tenant or a clock change only ever slows a round, and one round each, taken at
 // different moments, gave 1 to 3 "pipes" on the same machine within minutes.
 // The bf16 rows are shown against the same f32 peak (the bf16 instructions do twice the work per
-// lane, so they may exceed it).
+// lane, so they may exceed it), and, on the avx512_bf16 path, against the bf16 instructions' own
+// peak (of_bf16_peak): threads x clock x 16 lanes x 4 (each lane adds two products) x the
+// vdpbf16ps a core starts per cycle, measured as the FMAs are. A core that starts half as many
+// vdpbf16ps as FMAs has a bf16 peak equal to the f32 one, and there bf16 rows can pass f32 ones
+// only by moving fewer bytes.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -126,9 +130,31 @@ double fmas_per_second(int lanes) {
   return 12.0 * static_cast<double>(kIters) / seconds_since(t0);
 }
 
+// bf16 pair products per second on this thread: 12 independent chains of vdpbf16ps on zmm
+// registers (16 f32 lanes, each adding two bf16 products), on zeros. Only where the processor has
+// AVX-512 BF16.
+double bf16_dots_per_second() {
+  constexpr int64_t kIters = 10'000'000;
+  int64_t n = kIters;
+  const auto t0 = std::chrono::steady_clock::now();
+#define FERRY_DOT2(A, B) "vdpbf16ps %%zmm13, %%zmm14, %%zmm" #A "\n\tvdpbf16ps %%zmm13, %%zmm14, %%zmm" #B "\n\t"
+  asm volatile(
+      "vpxord %%zmm0, %%zmm0, %%zmm0\n\tvmovaps %%zmm0, %%zmm1\n\tvmovaps %%zmm0, %%zmm2\n\t"
+      "vmovaps %%zmm0, %%zmm3\n\tvmovaps %%zmm0, %%zmm4\n\tvmovaps %%zmm0, %%zmm5\n\tvmovaps %%zmm0, %%zmm6\n\t"
+      "vmovaps %%zmm0, %%zmm7\n\tvmovaps %%zmm0, %%zmm8\n\tvmovaps %%zmm0, %%zmm9\n\tvmovaps %%zmm0, %%zmm10\n\t"
+      "vmovaps %%zmm0, %%zmm11\n\tvmovaps %%zmm0, %%zmm13\n\tvmovaps %%zmm0, %%zmm14\n\t"
+      "1:\n\t" FERRY_DOT2(0, 1) FERRY_DOT2(2, 3) FERRY_DOT2(4, 5) FERRY_DOT2(6, 7) FERRY_DOT2(8, 9) FERRY_DOT2(10, 11)
+      "dec %0\n\tjnz 1b\n\tvzeroupper"
+      : "+r"(n)::"xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+        "xmm13", "xmm14", "cc");
+#undef FERRY_DOT2
+  return 12.0 * static_cast<double>(kIters) / seconds_since(t0);
+}
+
 struct Peak {
   int threads = 1, lanes = 4;
   double clock_hz = 0, scalar_clock_hz = 0, fma_pipes = 1, flops = 0;
+  double bf16_pipes = 0, bf16_flops = 0;  // 0: no bf16 instructions measured (none, or AMX's path)
   std::string how;
 };
 
@@ -148,11 +174,13 @@ Peak measure_peak() {
   p.threads = cpu::num_threads();
   const cpu::DotPath path = cpu::chosen_dot_path();
   p.lanes = cpu::dot_path_lanes(path);
-  double fmas = 0;
+  const bool bf16 = path == cpu::DotPath::avx512_bf16;
+  double fmas = 0, dots = 0;
   for (int round = 0; round < 7; ++round) {
     p.clock_hz = std::max(p.clock_hz, on_every_thread(p.threads, [&] { return clock_hz_on_this_thread(p.lanes); }));
     p.scalar_clock_hz = std::max(p.scalar_clock_hz, on_every_thread(p.threads, [] { return clock_hz_on_this_thread(4); }));
     fmas = std::max(fmas, on_every_thread(p.threads, [&] { return fmas_per_second(p.lanes); }));
+    if (bf16) dots = std::max(dots, on_every_thread(p.threads, bf16_dots_per_second));
   }
   p.fma_pipes = fmas > 0 ? std::max(1.0, std::round(fmas / p.clock_hz)) : 1.0;
   p.flops = p.threads * p.clock_hz * p.lanes * 2.0 * p.fma_pipes;
@@ -161,6 +189,20 @@ Peak measure_peak() {
                       "(measured: {:.2f} FMAs per cycle at that width, fastest of 7 rounds)",
                       p.flops / 1e9, p.threads, p.clock_hz / 1e9, p.lanes, p.scalar_clock_hz / 1e9, p.lanes,
                       cpu::dot_path_name(path), p.fma_pipes, fmas / p.clock_hz);
+  // bf16 rows beat f32 ones by instruction throughput only where the core starts as many vdpbf16ps
+  // (two products per lane) as FMAs (one): on some it starts half as many, and then the bf16
+  // peak is the f32 one.
+  if (dots > 0) {
+    p.bf16_pipes = std::max(1.0, std::round(dots / p.clock_hz));
+    p.bf16_flops = p.threads * p.clock_hz * 16 * 4.0 * p.bf16_pipes;
+    p.how += fmt::format("\nbf16 peak {:.0f} GFLOP/s = {} threads x {:.2f} GHz x 16 lanes x 4 (two products and their sums) "
+                         "x {:.0f} vdpbf16ps pipes (measured: {:.2f} per cycle, fastest of 7 rounds): {:.2f}x the f32 peak",
+                         p.bf16_flops / 1e9, p.threads, p.clock_hz / 1e9, p.bf16_pipes, dots / p.clock_hz,
+                         p.bf16_flops / p.flops);
+  } else {
+    p.how += fmt::format("\nbf16 peak: not measured (path {}: {})", cpu::dot_path_name(path),
+                         path == cpu::DotPath::amx ? "AMX tiles" : "no bf16 instructions");
+  }
   return p;
 }
 
@@ -199,6 +241,19 @@ void report(benchmark::State& state) {
   state.counters["of_peak"] = benchmark::Counter(rate * 1e9 / peak().flops, benchmark::Counter::kIsRate);
 }
 
+// bf16 rows: also the share of the bf16 instructions' peak, where it was measured.
+void report_bf16(benchmark::State& state) {
+  report(state);
+  if (peak().bf16_flops > 0)
+    state.counters["of_bf16_peak"] =
+        benchmark::Counter(kFlops * static_cast<double>(state.iterations()) / peak().bf16_flops, benchmark::Counter::kIsRate);
+}
+
+template <class T> void report_row(benchmark::State& state) {
+  if constexpr (std::is_same_v<T, ferry::bfloat16>) report_bf16(state);
+  else report(state);
+}
+
 template <class T> void BM_FerryKernel(benchmark::State& state) {
   using namespace ferry;
   const DType dt = dtype_of<T>();
@@ -223,7 +278,7 @@ template <class T> void BM_FerryKernel(benchmark::State& state) {
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
-  report(state);
+  report_row<T>(state);
 }
 
 // OpenBLAS on all of ferry's threads, as the kernel runs it where it has no oneDNN kernel: one
@@ -255,7 +310,7 @@ template <class T> void BM_FerryJit(benchmark::State& state) {
     std::vector<ferry::Array> out = c(a, b);
     benchmark::DoNotOptimize(out.data());
   }
-  report(state);
+  report_row<T>(state);
 }
 
 BENCHMARK(BM_FerryKernel<float>)->Name("BM_FerryKernel/f32")->Unit(benchmark::kMillisecond)->UseRealTime()->MinWarmUpTime(0.3);
