@@ -586,6 +586,25 @@ class LimitSearch {
 
 namespace {
 
+// Where automatic checkpoints leave nothing to choose (no value is computed both by the forward
+// pass and again for the backward pass: where the loss is inside the checkpoint, say, the forward
+// pass runs once, inside the backward pass) and the program as it is does not fit the limit:
+// RESOURCE_EXHAUSTED that says so, with the plan's own account, rather than the plan's alone, which
+// reads as if the planner had tried choices and failed.
+void throw_if_over_limit_without_choices(Planner& planner, const ir::Program& program, int64_t limit) {
+  const Planned as_is = planner.plan_from(std::make_shared<ir::Program>(program));
+  if (as_is.peak <= limit) return;
+  try {
+    check_device_limit(*as_is.program, *as_is.plan, limit);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::resource_exhausted,
+                fmt::format("the automatic planner had nothing to choose: no value of the checkpointed functions is "
+                            "computed both by the forward pass and again for the backward pass (where the loss is inside "
+                            "the checkpoint, the forward pass runs only once), so every policy makes this plan: {}",
+                            e.message()));
+  }
+}
+
 // The planner's choices for the values automatic checkpoints (and, under fit_to_limit, every value
 // kept across a gap) leave open; RESOURCE_EXHAUSTED where none fits the limit.
 bool plan_choices(ir::Program& program, const Target& options, const PlanTail& tail, AutoPlanReport* report,
@@ -597,7 +616,10 @@ bool plan_choices(ir::Program& program, const Target& options, const PlanTail& t
     // It moves to the forward pass where that fits (see hoist_residual_work).
     if (!has_automatic(program)) return false;
     Planned early = planner.plan_from(hoist_residual_work(program));
-    if (options.device_memory_limit > 0 && early.peak > options.device_memory_limit) return false;
+    if (options.device_memory_limit > 0 && early.peak > options.device_memory_limit) {
+      throw_if_over_limit_without_choices(planner, program, options.device_memory_limit);
+      return false;
+    }
     if (report) report->peak = early.peak;
     program = *early.before_tail;
     return true;
