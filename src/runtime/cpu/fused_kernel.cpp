@@ -42,6 +42,8 @@ constexpr size_t idx(std::integral auto i) { return static_cast<size_t>(i); }
 // Elements of a block, and the most stack one thread's region may use (16 blocks).
 constexpr int64_t kBlock = prims::kFusedBlock;
 constexpr int64_t kStackRegion = 16 * kBlock * 4;
+// The fewest elements a block is cut down to so that its region fits the stack (fit_region_on_stack).
+constexpr int64_t kMinBlock = 128;
 enum class Width : uint8_t { scalar, row, full };
 constexpr size_t kNumWidths = 3;
 constexpr size_t idx(Width w) { return static_cast<size_t>(w); }
@@ -249,6 +251,25 @@ class RecipeBuilder {
     r.region_bytes = slots_bytes(r) + floats_bytes(2 * static_cast<int64_t>(nv));  // + the pointer table
   }
 
+  // A body with many values alive at once (a multi-output group keeps every result until its block
+  // ends: AdamW's updates of several leaves, say) needs a region larger than the stack allows,
+  // which the memory plan would then hold as workspace, one region per thread (162.5 KiB for a
+  // 6-layer MLP's AdamW step, a third of its peak). Blocks of fewer rows shrink the region onto the
+  // stack instead, down to kMinBlock elements (below that the steps' per-block cost dominates).
+  // A block still holds whole rows, each reduced inside it in the same order, so the bits do not
+  // change.
+  void fit_region_on_stack() {
+    Recipe& r = *r_;
+    const size_t nv = r.width.size();
+    auto region = [&] { return slots_bytes(r) + floats_bytes(2 * static_cast<int64_t>(nv)); };
+    const int64_t cols = std::max<int64_t>(1, r.layout.cols);
+    while (region() > kStackRegion && r.block_rows > 1 && (r.block_rows / 2) * cols >= kMinBlock) {
+      r.block_rows /= 2;
+      r.block_elems = r.block_rows * r.layout.cols;
+    }
+    r.region_bytes = region();
+  }
+
   std::shared_ptr<const Recipe> recipe() const { return r_; }
 
  private:
@@ -363,6 +384,7 @@ std::shared_ptr<const Recipe> make_recipe(const ir::Program& body) {
   b.add_steps();
   b.copy_results_read_in_place();
   b.place_values(b.assign_slots());
+  b.fit_region_on_stack();
   return b.recipe();
 }
 
