@@ -151,9 +151,12 @@ class Fuser {
       return;
     }
     if (candidate(p_, eq)) {
-      joined = try_merge(producers, e);
-      for (size_t i = 0; i < producers.size() && joined < 0; ++i)
-        if (try_join(producers[i], e)) joined = producers[i];
+      std::vector<int> joinable;
+      for (int g : producers)
+        if (!scalars_only_from(g, eq)) joinable.push_back(g);
+      joined = try_merge(joinable, e);
+      for (size_t i = 0; i < joinable.size() && joined < 0; ++i)
+        if (try_join(joinable[i], e)) joined = joinable[i];
       if (joined < 0) {
         Group g{.members = {e}, .copies = {}};
         // A lone equation's layout (its body may be invalid: it stays a group that duplication may
@@ -168,6 +171,20 @@ class Fuser {
     }
     for (int g : producers)
       if (g != joined) groups_[static_cast<size_t>(g)].closed = true;
+  }
+
+  // Whether eq, computing more than one element, reads only single elements from group g, which
+  // computes more than one element per value: then eq does not join g. Otherwise independent chains that read one shared scalar would
+  // become one group through it (AdamW's updates of every leaf read the bias corrections, which
+  // are not recomputed: pow is expensive), and one group runs only once all its operands exist,
+  // which kept every leaf's gradient alive until the last one was made (a 6-layer MLP's step
+  // peaked 32 KiB above its unfused plan). The scalar is then a result of g, 4 bytes.
+  bool scalars_only_from(int gi, const ir::Equation& eq) const {
+    const Group& g = groups_[static_cast<size_t>(gi)];
+    if (!g.valid || num_elements(g.layout.domain) <= 1 || p_.type(eq.outputs[0]).num_elements() <= 1) return false;
+    for (ir::ValueId v : eq.inputs)
+      if (group_of_value_[static_cast<size_t>(v)] == gi && p_.type(v).num_elements() > 1) return false;
+    return true;
   }
 
   // Joins e and every open group it reads into one (the latest of them), when there are several
