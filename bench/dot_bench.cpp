@@ -241,17 +241,13 @@ void report(benchmark::State& state) {
   state.counters["of_peak"] = benchmark::Counter(rate * 1e9 / peak().flops, benchmark::Counter::kIsRate);
 }
 
-// bf16 rows: also the share of the bf16 instructions' peak, where it was measured.
-void report_bf16(benchmark::State& state) {
+// A row of type T: bf16 rows also give their share of the bf16 instructions' peak, where it was
+// measured.
+template <class T> void report_row(benchmark::State& state) {
   report(state);
-  if (peak().bf16_flops > 0)
+  if (std::is_same_v<T, ferry::bfloat16> && peak().bf16_flops > 0)
     state.counters["of_bf16_peak"] =
         benchmark::Counter(kFlops * static_cast<double>(state.iterations()) / peak().bf16_flops, benchmark::Counter::kIsRate);
-}
-
-template <class T> void report_row(benchmark::State& state) {
-  if constexpr (std::is_same_v<T, ferry::bfloat16>) report_bf16(state);
-  else report(state);
 }
 
 template <class T> void BM_FerryKernel(benchmark::State& state) {

@@ -174,11 +174,12 @@ class Fuser {
   }
 
   // Whether eq, computing more than one element, reads only single elements from group g, which
-  // computes more than one element per value: then eq does not join g. Otherwise independent chains that read one shared scalar would
-  // become one group through it (AdamW's updates of every leaf read the bias corrections, which
-  // are not recomputed: pow is expensive), and one group runs only once all its operands exist,
-  // which kept every leaf's gradient alive until the last one was made (a 6-layer MLP's step
-  // peaked 32 KiB above its unfused plan). The scalar is then a result of g, 4 bytes.
+  // computes more than one element per value: then eq does not join g. Otherwise independent
+  // chains that read one shared scalar would become one group through it (AdamW's updates of every
+  // leaf read the bias corrections, which are not recomputed: pow is expensive), and one group runs
+  // only once all its operands exist, which kept every leaf's gradient alive until the last one was
+  // made (a 6-layer MLP's step peaked 32 KiB above its unfused plan). The scalar is then a result
+  // of g, 4 bytes.
   bool scalars_only_from(int gi, const ir::Equation& eq) const {
     const Group& g = groups_[static_cast<size_t>(gi)];
     if (!g.valid || num_elements(g.layout.domain) <= 1 || p_.type(eq.outputs[0]).num_elements() <= 1) return false;

@@ -155,7 +155,9 @@ TEST(FusedAdamW, TheFusedStepPeaksNoHigherThanTheUnfusedOne) {
   EXPECT_NE(fused.as_text().find("fused"), std::string::npos);
   EXPECT_LE(fused.memory_analysis().peak_memory_in_bytes, plain.memory_analysis().peak_memory_in_bytes)
       << fused.memory_report() << "\nunfused:\n" << plain.memory_report();
-  std::printf("fused step peak %lld B, unfused %lld B\n", static_cast<long long>(fused.memory_analysis().peak_memory_in_bytes), static_cast<long long>(plain.memory_analysis().peak_memory_in_bytes));
+  std::printf("fused step peak %lld B, unfused %lld B\n",
+              static_cast<long long>(fused.memory_analysis().peak_memory_in_bytes),
+              static_cast<long long>(plain.memory_analysis().peak_memory_in_bytes));
   auto [a_state, a_loss] = make_step(unfused)(copy(s.state), s.x, s.y);
   auto [b_state, b_loss] = make_step({})(copy(s.state), s.x, s.y);
   const std::vector<fy::Array> a = fy::detail::flat(a_state), b = fy::detail::flat(b_state);

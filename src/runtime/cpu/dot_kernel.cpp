@@ -187,6 +187,28 @@ constexpr int64_t kScratchLanes = 8;
 // plan_onednn).
 constexpr double kMinOneDnnFlops = 2.0 * 1024 * 1024, kLargeFlops = 128.0 * 1024 * 1024;
 
+// oneDNN's products for a cut of M rows into `blocks` blocks of rows (sizes small_side and
+// small_side + 1): one per block size, and the most scratch one call needs.
+struct RowGemms {
+  int64_t small_side = 0;
+  const PreparedGemm* gemm[2] = {};
+  int64_t scratch = 0;  // bytes per call
+};
+
+// `shape` gives everything but the rows; nullopt where oneDNN has no usable kernel for a block.
+std::optional<RowGemms> row_gemms(GemmShape shape, int64_t M, int64_t blocks) {
+  RowGemms r{.small_side = M / blocks};
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    shape.m = M * (blk + 1) / blocks - M * blk / blocks;
+    const PreparedGemm*& g = r.gemm[shape.m - r.small_side];
+    if (g) continue;
+    g = prepare_gemm(shape);
+    if (!g) return std::nullopt;
+    r.scratch = std::max(r.scratch, gemm_scratch_bytes(*g));
+  }
+  return r;
+}
+
 // How a product runs, decided on the shapes alone, so that the kernel and its workspace
 // declaration agree.
 struct DotPlan {
@@ -195,9 +217,7 @@ struct DotPlan {
   bool onednn = false;           // else OpenBLAS (f32, f64)
   bool pack_lhs = false, pack_rhs = false;
   GemmSplit split;
-  int64_t small_side = 0;            // the blocks' sizes are small_side and small_side + 1
-  const PreparedGemm* gemm[2] = {};  // oneDNN's product for each block size
-  int64_t scratch = 0;               // bytes of scratch per lane
+  RowGemms rows;  // oneDNN's products for the split (its scratch: bytes per lane)
   int64_t lanes = 1;
 };
 
@@ -217,17 +237,11 @@ bool plan_onednn(DotPlan& d, const Problem& p, DType type, const Operand& lhs, c
   d.pack_lhs = !a_ok;
   d.pack_rhs = !b_ok;
   const prims::MatrixLayout a = a_ok ? *a_in : packed_layout(lhs), b = b_ok ? *b_in : packed_layout(rhs);
-  d.small_side = p.M / d.split.blocks;
-  d.scratch = 0;
-  for (int64_t blk = 0; blk < d.split.blocks; ++blk) {
-    const int64_t block = p.M * (blk + 1) / d.split.blocks - p.M * blk / d.split.blocks;
-    const PreparedGemm*& g = d.gemm[block - d.small_side];
-    if (g) continue;
-    g = prepare_gemm({.dtype = type, .m = block, .n = p.N, .k = p.K, .trans_a = a.transposed, .trans_b = b.transposed,
-                      .lda = a.ld, .ldb = b.ld, .ldc = p.N});
-    if (!g) return false;
-    d.scratch = std::max(d.scratch, gemm_scratch_bytes(*g));
-  }
+  const auto rows = row_gemms({.dtype = type, .n = p.N, .k = p.K, .trans_a = a.transposed, .trans_b = b.transposed,
+                               .lda = a.ld, .ldb = b.ld, .ldc = p.N},
+                              p.M, d.split.blocks);
+  if (!rows) return false;
+  d.rows = *rows;
   d.lanes = std::min(p.B * d.split.blocks, kScratchLanes);
   // f32 products have a second engine (OpenBLAS, with its core chosen from cpuid) that needs no
   // scratch and costs less per call: oneDNN takes the product where it is big enough for its call
@@ -241,7 +255,7 @@ bool plan_onednn(DotPlan& d, const Problem& p, DType type, const Operand& lhs, c
                          static_cast<double>(p.B);
     const int64_t operands = (p.M * p.K + p.K * p.N + p.M * p.N) * p.B * 4;
     const int64_t share = flops >= kLargeFlops ? 8 : 32;
-    if (flops < kMinOneDnnFlops || d.scratch * d.lanes * share > operands) return false;
+    if (flops < kMinOneDnnFlops || d.rows.scratch * d.lanes * share > operands) return false;
   }
   d.gemm_type = type;
   d.onednn = true;
@@ -296,7 +310,9 @@ Piece<F> piece(const Problem& p, const GemmSplit& split, const MatrixView<F>& a,
 }
 
 // The workspace scratch the plan's lanes take (after any packing).
-int64_t scratch_take(const DotPlan& d) { return d.onednn && d.scratch > 0 ? Workspace::piece(d.scratch) * d.lanes : 0; }
+int64_t scratch_take(const DotPlan& d) {
+  return d.onednn && d.rows.scratch > 0 ? Workspace::piece(d.rows.scratch) * d.lanes : 0;
+}
 
 // The blocks of rows a planned oneDNN product runs in on this pool. Each block packs all of op(B)
 // again, so where the pool has fewer threads than the plan has blocks, fewer blocks that still
@@ -307,29 +323,19 @@ int64_t scratch_take(const DotPlan& d) { return d.onednn && d.scratch > 0 ? Work
 // scratch than the plan declared is not taken.
 struct RunSplit {
   GemmSplit split;
-  int64_t small_side = 0;
-  const PreparedGemm* gemm[2] = {};
+  RowGemms rows;
 };
 
 RunSplit run_split(const Problem& p, const DotPlan& d) {
-  const RunSplit planned{d.split, d.small_side, {d.gemm[0], d.gemm[1]}};
+  const RunSplit planned{d.split, d.rows};
   const int64_t threads = num_threads();
   if (d.split.along_n || threads >= p.B * d.split.blocks) return planned;
   int64_t blocks = 1;
   while (blocks < d.split.blocks && (p.B * blocks) % threads != 0) ++blocks;
   if (blocks == d.split.blocks) return planned;
-  RunSplit r{{false, blocks}, p.M / blocks, {}};
-  const GemmShape& shape = gemm_shape(*d.gemm[0]);
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    const int64_t m = p.M * (blk + 1) / blocks - p.M * blk / blocks;
-    const PreparedGemm*& g = r.gemm[m - r.small_side];
-    if (g) continue;
-    GemmShape s = shape;
-    s.m = m;
-    g = prepare_gemm(s);
-    if (!g || gemm_scratch_bytes(*g) > d.scratch) return planned;
-  }
-  return r;
+  const auto rows = row_gemms(gemm_shape(*d.rows.gemm[0]), p.M, blocks);
+  if (!rows || rows->scratch > d.rows.scratch) return planned;
+  return {{false, blocks}, *rows};
 }
 
 template <class F>
@@ -338,13 +344,13 @@ void onednn_gemms(const Problem& p, const DotPlan& d, const MatrixView<F>& a, co
   const RunSplit r = run_split(p, d);
   const int64_t tasks = p.B * r.split.blocks, lanes = std::min(tasks, d.lanes);
   char* scratch = scratch_take(d) > 0 ? workspace.take<char>(scratch_take(d)) : nullptr;
-  const int64_t lane_bytes = Workspace::piece(d.scratch);
+  const int64_t lane_bytes = Workspace::piece(d.rows.scratch);
   // Lane l runs pieces l, l + lanes, ...: each lane's scratch serves one call at a time.
   parallel_for(lanes, 1, [&](int64_t begin, int64_t end) {
     for (int64_t lane = begin; lane < end; ++lane)
       for (int64_t t = lane; t < tasks; t += lanes) {
         const Piece<F> x = piece(p, r.split, a, b, out, t);
-        run_gemm(*r.gemm[x.m - r.small_side], x.a, x.b, x.c, scratch ? scratch + lane * lane_bytes : nullptr);
+        run_gemm(*r.rows.gemm[x.m - r.rows.small_side], x.a, x.b, x.c, scratch ? scratch + lane * lane_bytes : nullptr);
       }
   });
 }

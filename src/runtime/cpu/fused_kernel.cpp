@@ -98,6 +98,9 @@ int64_t slots_bytes(const Recipe& r) {
          floats_bytes(r.scalar_slots);
 }
 
+// The bytes of one thread's region: its slots, then the block's pointer table (one per value).
+int64_t region_bytes(const Recipe& r) { return slots_bytes(r) + floats_bytes(2 * static_cast<int64_t>(r.width.size())); }
+
 bool aliasing(const ir::Program& body, const ir::Equation& eq) {
   switch (eq.prim) {
     // A reshape keeps the elements' order, a bitcast between f32 and i32 their bits.
@@ -248,7 +251,7 @@ class RecipeBuilder {
         r.place[v] = Place{Place::Kind::slot, base + slot_of[idx(rt)]};
       }
     }
-    r.region_bytes = slots_bytes(r) + floats_bytes(2 * static_cast<int64_t>(nv));  // + the pointer table
+    r.region_bytes = region_bytes(r);
   }
 
   // A body with many values alive at once (a multi-output group keeps every result until its block
@@ -260,14 +263,12 @@ class RecipeBuilder {
   // change.
   void fit_region_on_stack() {
     Recipe& r = *r_;
-    const size_t nv = r.width.size();
-    auto region = [&] { return slots_bytes(r) + floats_bytes(2 * static_cast<int64_t>(nv)); };
     const int64_t cols = std::max<int64_t>(1, r.layout.cols);
-    while (region() > kStackRegion && r.block_rows > 1 && (r.block_rows / 2) * cols >= kMinBlock) {
+    while (r.region_bytes > kStackRegion && r.block_rows > 1 && (r.block_rows / 2) * cols >= kMinBlock) {
       r.block_rows /= 2;
       r.block_elems = r.block_rows * r.layout.cols;
+      r.region_bytes = region_bytes(r);
     }
-    r.region_bytes = region();
   }
 
   std::shared_ptr<const Recipe> recipe() const { return r_; }
