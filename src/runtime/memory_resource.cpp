@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <deque>
+#include <array>
 #include <mutex>
-#include <vector>
 #include <cstdlib>
 
 #include <sys/mman.h>
@@ -27,27 +26,70 @@ size_t page_rounded(size_t bytes) {
 
 // Mappings given back, kept for reuse: (usable size, address), oldest first. A mapping's usable
 // size (a reused one may be larger than its request) is written in a page of its own before the
-// address handed out, so giving one back needs no table (and no heap allocation).
+// address handed out, so giving one back needs no table. The cache is a fixed array, not a
+// container that grows: giving an arena back at the end of a run must not allocate from the heap
+// (tests/heap counts every allocation of a run; a deque's new node block was one, now and then).
+struct CachedMapping {
+  size_t usable;
+  void* p;
+};
+class MappingCache {
+ public:
+  // Takes the smallest mapping that holds `mapped` bytes and wastes at most as much again (so
+  // programs of different arena sizes, run in turn, reuse each other's touched pages), or nullptr.
+  void* take(size_t mapped) {
+    size_t best = n_;
+    for (size_t i = 0; i < n_; ++i)
+      if (at_[i].usable >= mapped && at_[i].usable / 2 <= mapped && (best == n_ || at_[i].usable < at_[best].usable)) best = i;
+    if (best == n_) return nullptr;
+    void* p = at_[best].p;
+    erase(best);
+    return p;
+  }
+  // Keeps `m` as the newest; returns in `evicted` (the oldest first) what no longer fits, `m`
+  // itself if it alone is beyond the cache's bytes. Returns how many were evicted.
+  size_t keep(CachedMapping m, CachedMapping (&evicted)[kMappingCacheEntries + 1]) {
+    if (m.usable > kMappingCacheBytes) {
+      evicted[0] = m;
+      return 1;
+    }
+    at_[n_++] = m;
+    bytes_ += m.usable;
+    size_t out = 0;
+    while (bytes_ > kMappingCacheBytes || n_ > kMappingCacheEntries) {
+      evicted[out++] = at_[0];
+      erase(0);
+    }
+    return out;
+  }
+  size_t take_all(CachedMapping (&all)[kMappingCacheEntries + 1]) {
+    const size_t n = n_;
+    std::copy(at_.begin(), at_.begin() + n, all);
+    n_ = 0;
+    bytes_ = 0;
+    return n;
+  }
+
+ private:
+  void erase(size_t i) {
+    bytes_ -= at_[i].usable;
+    std::copy(at_.begin() + i + 1, at_.begin() + n_, at_.begin() + i);
+    --n_;
+  }
+  std::array<CachedMapping, kMappingCacheEntries + 1> at_{};  // one more: the newest, before eviction
+  size_t n_ = 0, bytes_ = 0;
+};
+
 std::mutex g_cache_mutex;
-std::deque<std::pair<size_t, void*>> g_cache;
-size_t g_cache_bytes = 0;
+MappingCache g_cache;
 constexpr size_t kHeaderPage = 4096;
 
 size_t& usable_size(void* p) { return *reinterpret_cast<size_t*>(static_cast<char*>(p) - kHeaderPage); }
 void unmap(void* p, size_t usable) { munmap(static_cast<char*>(p) - kHeaderPage, usable + kHeaderPage); }
 
-// The smallest cached mapping that holds `mapped` bytes and wastes at most as much again (so
-// programs of different arena sizes, run in turn, reuse each other's touched pages), or nullptr.
 void* take_cached(size_t mapped) {
   std::lock_guard<std::mutex> lock(g_cache_mutex);
-  auto best = g_cache.end();
-  for (auto it = g_cache.begin(); it != g_cache.end(); ++it)
-    if (it->first >= mapped && it->first / 2 <= mapped && (best == g_cache.end() || it->first < best->first)) best = it;
-  if (best == g_cache.end()) return nullptr;
-  void* p = best->second;
-  g_cache_bytes -= best->first;
-  g_cache.erase(best);
-  return p;
+  return g_cache.take(mapped);
 }
 
 void* map_fresh(size_t mapped) {
@@ -59,23 +101,13 @@ void* map_fresh(size_t mapped) {
 }
 
 void give_back_mapping(void* p) {
-  const size_t mapped = usable_size(p);
-  std::vector<std::pair<size_t, void*>> evicted;
+  CachedMapping evicted[kMappingCacheEntries + 1];
+  size_t n = 0;
   {
     std::lock_guard<std::mutex> lock(g_cache_mutex);
-    if (mapped > kMappingCacheBytes) {
-      evicted.emplace_back(mapped, p);
-    } else {
-      g_cache.emplace_back(mapped, p);
-      g_cache_bytes += mapped;
-      while (g_cache_bytes > kMappingCacheBytes || g_cache.size() > kMappingCacheEntries) {
-        evicted.push_back(g_cache.front());
-        g_cache_bytes -= g_cache.front().first;
-        g_cache.pop_front();
-      }
-    }
+    n = g_cache.keep({usable_size(p), p}, evicted);
   }
-  for (auto [size, q] : evicted) unmap(q, size);
+  for (size_t i = 0; i < n; ++i) unmap(evicted[i].p, evicted[i].usable);
 }
 
 // What a zero-byte allocation points at: valid, aligned, owned by nobody.
@@ -151,13 +183,13 @@ void deallocate(MemoryKind kind, void* p, size_t bytes, Tally* tally) {
 }
 
 void release_cached_mappings() {
-  std::deque<std::pair<size_t, void*>> all;
+  CachedMapping all[kMappingCacheEntries + 1];
+  size_t n = 0;
   {
     std::lock_guard<std::mutex> lock(g_cache_mutex);
-    all.swap(g_cache);
-    g_cache_bytes = 0;
+    n = g_cache.take_all(all);
   }
-  for (auto [size, p] : all) unmap(p, size);
+  for (size_t i = 0; i < n; ++i) unmap(all[i].p, all[i].usable);
 }
 
 ResourceCounters resource_counters() {
