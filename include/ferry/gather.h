@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "ferry/tensor.h"
 
@@ -42,6 +43,12 @@ Tensor take(const Tensor& x, const Tensor& indices, int64_t axis = 0,
 // as in take.
 Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis,
                        GatherScatterMode mode = GatherScatterMode::fill_or_drop);
+// jnp.sort(x, axis, stable=True, descending=...): take_along_axis(x, argsort(x, axis, descending)),
+// so the gradient goes back to each element's place.
+Tensor sort(const Tensor& x, int64_t axis = -1, bool descending = false);
+// jax.lax.top_k: the k largest elements along the last axis, largest first, and their i32
+// positions; equal elements in their order (the lower position first); NaN is the largest.
+std::pair<Tensor, Tensor> top_k(const Tensor& x, int64_t k);
 // jax.nn.one_hot: a new last dimension of `num_classes`; an index outside [0, num_classes) gives a
 // row of zeros.
 Tensor one_hot(const Tensor& indices, int64_t num_classes, DType dtype = DType::f32);

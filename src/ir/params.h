@@ -99,6 +99,15 @@ struct CumulativeParams {
   bool operator==(const CumulativeParams&) const = default;
 };
 
+// argsort along `axis`: the i32 positions that order each line, in the total order of
+// jax.lax.sort (-NaN < -inf < ... < -0 < +0 < ... < inf < NaN; bool false < true), ascending or
+// `descending`; equal elements keep their order (stable) either way.
+struct SortParams {
+  int64_t axis = 0;
+  bool descending = false;
+  bool operator==(const SortParams&) const = default;
+};
+
 // gather(operand, indices) as XLA's with the index vector in the last dimension of `indices`
 // (jax.lax.GatherDimensionNumbers without batching dimensions). Output dimensions listed in
 // offset_dims index the slice; the others are the batch dimensions of indices. `mode` says what an
@@ -167,7 +176,7 @@ struct CollectiveDimParams {
 using Params = std::variant<NoParams, ConvertParams, IotaParams, ConstantParams, BroadcastInDimParams,
                             ReshapeParams, TransposeParams, ReduceParams, DotGeneralParams, SliceParams,
                             DynamicSliceParams, ConcatenateParams, DevicePutParams, ScanParams, CheckpointParams,
-                            ArgReduceParams, CumulativeParams, GatherParams, ScatterParams, CollectiveParams,
+                            ArgReduceParams, CumulativeParams, SortParams, GatherParams, ScatterParams, CollectiveParams,
                             CollectiveDimParams>;
 
 }  // namespace ferry::ir

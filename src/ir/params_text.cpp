@@ -48,6 +48,10 @@ template <class F> void fields(CumulativeParams& p, F&& f) {
   f("axis", p.axis);
   f("reverse", p.reverse);
 }
+template <class F> void fields(SortParams& p, F&& f) {
+  f("axis", p.axis);
+  f("descending", p.descending);
+}
 template <class F> void fields(GatherParams& p, F&& f) {
   f("offset_dims", p.offset_dims);
   f("collapsed_slice_dims", p.collapsed_slice_dims);

@@ -1,6 +1,9 @@
 // Reductions over a set of axes (the output drops those axes: no keepdims in the IR), index
-// reductions (argmax, argmin) over one axis, and cumulative ones (cumsum, cummax, cummin) that keep
-// the shape.
+// reductions (argmax, argmin) over one axis, cumulative ones (cumsum, cummax, cummin) that keep
+// the shape, and argsort (the positions that order each line).
+#include <algorithm>
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "prims/families.h"
@@ -56,6 +59,21 @@ std::vector<ir::Type> cumulative_rule(std::span<const ir::Type> in, const ir::Pa
   return {in[0]};
 }
 
+// argsort: the i32 positions, one per element, along any axis of any dtype (bool and i32 too).
+std::vector<ir::Type> argsort_rule(std::span<const ir::Type> in, const ir::Params& params) {
+  MemoryKind kind = detail::check_operands(in);
+  detail::check_axis(detail::params_as<ir::SortParams>(params).axis, in[0].rank(), "axis");
+  return {ir::Type{DType::i32, in[0].shape, kind}};
+}
+
+// A comparison sort: about n log2 n comparisons per line of n.
+Cost argsort_cost(std::span<const ir::Type> in, std::span<const ir::Type> out, const ir::Params& params) {
+  const ir::Type& x = in[0];
+  const double n = static_cast<double>(x.shape[static_cast<size_t>(detail::params_as<ir::SortParams>(params).axis)]);
+  return Cost{.flops = static_cast<double>(x.num_elements()) * std::max(1.0, std::log2(std::max(n, 1.0))),
+              .bytes_read = detail::bytes_of(in), .bytes_written = detail::bytes_of(out)};
+}
+
 }  // namespace
 
 void register_reductions(Table& t) {
@@ -64,6 +82,7 @@ void register_reductions(Table& t) {
   for (Primitive p : {Primitive::argmax, Primitive::argmin}) set_rules(t, p, arg_reduce_rule, reduce_cost);
   // A running combination reads each element once and writes it once (the kernel may run in place).
   for (Primitive p : {Primitive::cumsum, Primitive::cummax, Primitive::cummin}) set_rules(t, p, cumulative_rule, reduce_cost);
+  set_rules(t, Primitive::argsort, argsort_rule, argsort_cost);
 }
 
 }  // namespace ferry::prims

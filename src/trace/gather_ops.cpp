@@ -97,6 +97,24 @@ Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis, Gat
   return gather(x, full, {{}, all, all}, Shape(xs.size(), 1), mode);
 }
 
+Tensor sort(const Tensor& x, int64_t axis, bool descending) {
+  check({x}, "sort");
+  return take_along_axis(x, argsort(x, axis, descending), axis);
+}
+
+std::pair<Tensor, Tensor> top_k(const Tensor& x, int64_t k) {
+  check({x}, "top_k");
+  if (x.rank() == 0) invalid(fmt::format("top_k: the operand {} must have an axis", x.type_string()));
+  const int64_t n = x.shape().back();
+  if (k < 0 || k > n) invalid(fmt::format("top_k: k = {} must be in [0, {}] for {}", k, n, x.type_string()));
+  // The first k of a stable descending order (ties keep the lower position first, as top_k's).
+  Tensor order = argsort(x, -1, /*descending=*/true);
+  Shape start(static_cast<size_t>(x.rank()), 0), limit = x.shape();
+  limit.back() = k;
+  Tensor positions = slice(order, start, limit);
+  return {take_along_axis(x, positions, -1), positions};
+}
+
 Tensor one_hot(const Tensor& indices, int64_t num_classes, DType dtype) {
   check({indices}, "one_hot");
   check_indices(indices, "one_hot");

@@ -155,7 +155,7 @@ void register_model_vjps(VjpTable& t) {
   set_vjp(t, P::clamp, clamp_vjp);
   // Piecewise constant, or not on floats at all: zero, as in JAX.
   for (P p : {P::floor, P::ceil, P::round, P::logical_not, P::logical_and, P::logical_or, P::logical_xor,
-              P::shift_left, P::shift_right_logical, P::bitcast_convert_type, P::argmax, P::argmin})
+              P::shift_left, P::shift_right_logical, P::bitcast_convert_type, P::argmax, P::argmin, P::argsort})
     set_vjp(t, p, zero_vjp);
   set_vjp(t, P::reduce_min, reduce_min_vjp);
   set_vjp(t, P::cumsum, cumsum_vjp);

@@ -57,6 +57,10 @@ TEST(ModelVjp, Reductions) {
   check([](const Xs& x) { return fy::cummax(x[0], 0, true); }, {{4, 3}});
   check([](const Xs& x) { return fy::cummin(x[0], 1, true); }, {{3, 6}});
   check([](const Xs& x) { return fy::cummin(x[0], 0); }, {{5, 2}});
+  // sort and top_k send each cotangent back to the element's place; argsort itself passes none.
+  check([](const Xs& x) { return fy::sort(x[0], 1); }, {{3, 6}});
+  check([](const Xs& x) { return fy::sort(x[0], 0, /*descending=*/true); }, {{5, 2}});
+  check([](const Xs& x) { return fy::top_k(x[0], 2).first; }, {{3, 5}});
   // argmax picks an index: it passes no gradient, but its use as an index does.
   check([](const Xs& x) { return fy::take_along_axis(x[0], fy::reshape(fy::argmax(x[0], 1), {3, 1}), 1); }, {{3, 5}});
 }

@@ -1,9 +1,11 @@
 // Kernels that walk one axis: argmax and argmin (index of the first extreme; NaN counts as the
-// extreme, as in JAX) and the running reductions cumsum, cummax and cummin (inclusive; may run in
-// place, since element k is read before it is written). The operand is seen as
+// extreme, as in JAX), the running reductions cumsum, cummax and cummin (inclusive; may run in
+// place, since element k is read before it is written), and argsort. The operand is seen as
 // [outer, n, inner] around the axis; f16 and bf16 compute in float, i32 sums wrap.
 #include <algorithm>
+#include <bit>
 #include <cstdint>
+#include <limits>
 
 #include "runtime/axis_view.h"
 #include "runtime/cpu/check.h"
@@ -64,7 +66,71 @@ template <class T, class F> void running(const T* x, T* y, const AxisView& v, bo
   });
 }
 
+// jax.lax.sort's total order as a signed integer: a float's bits, with every bit but the sign
+// flipped where the sign is set (-NaN < -inf < ... < -0 < +0 < ... < inf < NaN, NaNs by payload).
+template <class T> int64_t order_key(T x) {
+  if constexpr (is_half_v<T>) {
+    const int16_t b = static_cast<int16_t>(x.bits);
+    return b < 0 ? b ^ 0x7fff : b;
+  } else if constexpr (std::is_same_v<T, float>) {
+    const int32_t b = std::bit_cast<int32_t>(x);
+    return b < 0 ? b ^ std::numeric_limits<int32_t>::max() : b;
+  } else if constexpr (std::is_same_v<T, double>) {
+    const int64_t b = std::bit_cast<int64_t>(x);
+    return b < 0 ? b ^ std::numeric_limits<int64_t>::max() : b;
+  } else {
+    return static_cast<int64_t>(x);  // i32, bool
+  }
+}
+
+// Sorts positions [0, n) of one line (element k at x[k * stride]) into y (y[k * stride]). Ties go
+// to the lower position, so any sorting algorithm gives the stable order: std::sort where the line
+// is contiguous, an in-place heap sort where it is strided (neither allocates).
+template <class T> void argsort_line(const T* x, int32_t* y, int64_t n, int64_t stride, bool descending) {
+  auto before = [&](int32_t a, int32_t b) {
+    const int64_t ka = order_key(x[a * stride]), kb = order_key(x[b * stride]);
+    return ka != kb ? (descending ? ka > kb : ka < kb) : a < b;
+  };
+  for (int64_t k = 0; k < n; ++k) y[k * stride] = static_cast<int32_t>(k);
+  if (stride == 1) {
+    std::sort(y, y + n, before);
+    return;
+  }
+  auto at = [&](int64_t k) -> int32_t& { return y[k * stride]; };
+  auto sift_down = [&](int64_t root, int64_t end) {
+    for (int64_t child = 2 * root + 1; child < end; root = child, child = 2 * root + 1) {
+      if (child + 1 < end && before(at(child), at(child + 1))) ++child;
+      if (!before(at(root), at(child))) return;
+      std::swap(at(root), at(child));
+    }
+  };
+  for (int64_t k = n / 2 - 1; k >= 0; --k) sift_down(k, n);
+  for (int64_t end = n - 1; end > 0; --end) {
+    std::swap(at(0), at(end));
+    sift_down(0, end);
+  }
+}
+
 }  // namespace
+
+void argsort_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                    Workspace&) {
+  expect_arity(eq, inputs, outputs, 1);
+  const ir::Type& in = *inputs[0].type;
+  if (outputs[0].type->dtype != DType::i32 || outputs[0].type->shape != in.shape) kernel_bug(eq, "result must be i32 of the operand's shape");
+  const auto& p = params_of<ir::SortParams>(eq);
+  const AxisView v = around(eq, in.shape, p.axis);
+  if (in.num_elements() == 0) return;
+  if (v.n > std::numeric_limits<int32_t>::max()) kernel_bug(eq, "axis longer than an i32 position");
+  visit_dtype(in.dtype, [&]<class T>(TypeTag<T>) {
+    const T* x = inputs[0].as<T>();
+    int32_t* y = outputs[0].as<int32_t>();
+    for_each_line(v, [&](int64_t o, int64_t i) {
+      const int64_t base = o * v.n * v.inner + i;
+      argsort_line(x + base, y + base, v.n, v.inner, p.descending);
+    });
+  });
+}
 
 void arg_reduce_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
                        Workspace&) {

@@ -36,6 +36,7 @@ FERRY_CPU_KERNEL(reduce_kernel);  // reduce_sum reduce_max reduce_min
 // axis_kernels.cpp
 FERRY_CPU_KERNEL(arg_reduce_kernel);  // argmax argmin
 FERRY_CPU_KERNEL(cumulative_kernel);  // cumsum cummax cummin
+FERRY_CPU_KERNEL(argsort_kernel);
 // gather_kernels.cpp
 FERRY_CPU_KERNEL(gather_kernel);
 FERRY_CPU_KERNEL(scatter_add_kernel);

@@ -40,6 +40,7 @@ KernelFn kernel(Primitive p) {
       return on_stream<reduce_kernel>;
     case argmax: case argmin: return on_stream<arg_reduce_kernel>;
     case cumsum: case cummax: case cummin: return on_stream<cumulative_kernel>;
+    case argsort: return on_stream<argsort_kernel>;
     case gather: return on_stream<gather_kernel>;
     case scatter_add: return on_stream<scatter_add_kernel>;
     case threefry2x32: return on_stream<threefry_kernel>;

@@ -395,6 +395,17 @@ void cumulative_kernel(const ir::Equation& eq, std::span<const ConstView> inputs
   check_launch(eq);
 }
 
+void argsort_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                    Workspace&, Stream stream) {
+  expect_arity(eq, inputs, outputs, 1);
+  const ir::Type& in = *inputs[0].type;
+  if (outputs[0].type->dtype != DType::i32 || outputs[0].type->shape != in.shape) kernel_bug(eq, "result must be i32 of the operand's shape");
+  const auto& p = params_of<ir::SortParams>(eq);
+  const AxisView v = around(eq, in.shape, p.axis);
+  launch_argsort(dt(in.dtype), inputs[0].data, outputs[0].as<int32_t>(), v.outer, v.n, v.inner, p.descending, stream.handle);
+  check_launch(eq);
+}
+
 bool contains(const ir::Dims& d, int64_t v) { return std::find(d.begin(), d.end(), v) != d.end(); }
 
 void gather_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
@@ -547,6 +558,7 @@ KernelFn kernel(Primitive p) {
     case reduce_sum: case reduce_max: case reduce_min: return reduce_kernel;
     case argmax: case argmin: return arg_reduce_kernel;
     case cumsum: case cummax: case cummin: return cumulative_kernel;
+    case argsort: return argsort_kernel;
     case gather: return gather_kernel;
     case scatter_add: return scatter_add_kernel;
     case threefry2x32: return threefry_kernel;

@@ -1,6 +1,7 @@
 // Reductions and per-line kernels on the GPU: reduce_sum/max/min (a block per output element, a
 // tree in shared memory; half types and f32 accumulate in float, f64 in double, i32 wraps),
-// argmax/argmin and cumsum/cummax/cummin (a thread per line, the CPU kernels' NaN rules),
+// argmax/argmin, cumsum/cummax/cummin and argsort (a thread per line, the CPU kernels' NaN rules
+// and order),
 // threefry2x32, and the integer matmul cuBLAS does not have.
 #include <cfloat>
 
@@ -110,6 +111,53 @@ template <class T> __global__ void cumulative_kernel(CumulativeOp op, const T* x
   }
 }
 
+// jax.lax.sort's total order as a signed integer (the CPU kernel's order_key): a float's bits with
+// every bit but the sign flipped where the sign is set.
+template <class T> __device__ inline int64_t order_key(const T* x, int64_t i) {
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
+    const int16_t b = reinterpret_cast<const int16_t*>(x)[i];
+    return b < 0 ? b ^ 0x7fff : b;
+  } else if constexpr (std::is_same_v<T, float>) {
+    const int32_t b = __float_as_int(x[i]);
+    return b < 0 ? b ^ 0x7fffffff : b;
+  } else if constexpr (std::is_same_v<T, double>) {
+    const long long b = __double_as_longlong(x[i]);
+    return b < 0 ? b ^ 0x7fffffffffffffffLL : b;
+  } else {
+    return static_cast<int64_t>(x[i]);  // i32, bool
+  }
+}
+
+// A heap sort of each line's positions in place in y (ties to the lower position: stable).
+template <class T> __global__ void argsort_kernel(const T* x, int32_t* y, int64_t outer, int64_t n, int64_t inner,
+                                                  bool descending) {
+  FERRY_GRID_LOOP(line, outer * inner) {
+    const int64_t base = (line / inner) * n * inner + line % inner;
+    auto at = [&](int64_t k) -> int32_t& { return y[base + k * inner]; };
+    auto before = [&](int32_t a, int32_t b) {
+      const int64_t ka = order_key(x, base + a * inner), kb = order_key(x, base + b * inner);
+      return ka != kb ? (descending ? ka > kb : ka < kb) : a < b;
+    };
+    auto sift_down = [&](int64_t root, int64_t end) {
+      for (int64_t child = 2 * root + 1; child < end; root = child, child = 2 * root + 1) {
+        if (child + 1 < end && before(at(child), at(child + 1))) ++child;
+        if (!before(at(root), at(child))) return;
+        const int32_t t = at(root);
+        at(root) = at(child);
+        at(child) = t;
+      }
+    };
+    for (int64_t k = 0; k < n; ++k) at(k) = static_cast<int32_t>(k);
+    for (int64_t k = n / 2 - 1; k >= 0; --k) sift_down(k, n);
+    for (int64_t end = n - 1; end > 0; --end) {
+      const int32_t t = at(0);
+      at(0) = at(end);
+      at(end) = t;
+      sift_down(0, end);
+    }
+  }
+}
+
 __device__ inline uint32_t rotl(uint32_t x, int d) { return (x << d) | (x >> (32 - d)); }
 
 __global__ void threefry_kernel(const uint32_t* k0, int64_t s0, const uint32_t* k1, int64_t s1, const uint32_t* x0,
@@ -171,6 +219,16 @@ void launch_arg_reduce(bool is_max, Dt dtype, const void* x, int32_t* y, int64_t
     using T = std::remove_pointer_t<decltype(tag)>;
     if constexpr (!std::is_same_v<T, uint8_t>)
       arg_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(is_max, static_cast<const T*>(x), y, outer, n, inner);
+  });
+}
+
+void launch_argsort(Dt dtype, const void* x, int32_t* y, int64_t outer, int64_t n, int64_t inner, bool descending,
+                    void* stream) {
+  if (outer * inner == 0 || n == 0) return;
+  auto s = static_cast<cudaStream_t>(stream);
+  visit(dtype, [&](auto* tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    argsort_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(static_cast<const T*>(x), y, outer, n, inner, descending);
   });
 }
 
