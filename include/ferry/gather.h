@@ -47,7 +47,8 @@ Tensor take_along_axis(const Tensor& x, const Tensor& indices, int64_t axis,
 // so the gradient goes back to each element's place.
 Tensor sort(const Tensor& x, int64_t axis = -1, bool descending = false);
 // jax.lax.top_k: the k largest elements along the last axis, largest first, and their i32
-// positions; equal elements in their order (the lower position first); NaN is the largest.
+// positions; equal elements in their order (the lower position first). As in JAX, floats compare
+// in IEEE's total order: NaN is the largest, -NaN the smallest, +0 above -0.
 std::pair<Tensor, Tensor> top_k(const Tensor& x, int64_t k);
 // jax.nn.one_hot: a new last dimension of `num_classes`; an index outside [0, num_classes) gives a
 // row of zeros.

@@ -170,10 +170,12 @@ Tensor cumsum(const Tensor& x, int64_t axis, bool reverse = false);
 Tensor cummax(const Tensor& x, int64_t axis, bool reverse = false);
 Tensor cummin(const Tensor& x, int64_t axis, bool reverse = false);
 // The i32 positions along `axis` that sort each line (jnp.argsort(x, axis, stable=True,
-// descending=...)), in jax.lax.sort's total order: -NaN < -inf < ... < -0 < +0 < ... < inf < NaN,
-// false < true. Equal elements keep their order, ascending or descending. Its gradient is zero; the
+// descending=...)), in jax.lax.sort's order: -inf < ... < -0 = +0 < ... < inf < NaN (every NaN
+// equal), false < true. Equal elements keep their order, ascending or descending. With
+// `total_order`, floats compare in IEEE's total order (-NaN < -inf < ... < -0 < +0 < ... < NaN), as
+// jax.lax.top_k compares them. Its gradient is zero; the
 // values it orders carry theirs through take_along_axis (ferry/gather.h's sort).
-Tensor argsort(const Tensor& x, int64_t axis = -1, bool descending = false);
+Tensor argsort(const Tensor& x, int64_t axis = -1, bool descending = false, bool total_order = false);
 
 // Shape.
 Tensor reshape(const Tensor& x, const Shape& shape);

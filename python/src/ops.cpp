@@ -97,6 +97,9 @@ void init_ops(nb::module_& m) {
   m.def("cumsum", [](T x, int64_t axis, bool reverse) { return cumsum(x, axis, reverse); });
   m.def("cummax", [](T x, int64_t axis, bool reverse) { return cummax(x, axis, reverse); });
   m.def("cummin", [](T x, int64_t axis, bool reverse) { return cummin(x, axis, reverse); });
+  m.def("argsort", [](T x, int64_t axis, bool descending, bool total_order) {
+    return argsort(x, axis, descending, total_order);
+  });
 
   // Shape and indexing.
   m.def("reshape", [](T x, const Shape& shape) { return reshape(x, shape); });
@@ -116,6 +119,9 @@ void init_ops(nb::module_& m) {
                      const Shape& slice_sizes, const std::string& mode) {
     return gather(operand, indices, GatherDimensionNumbers{offset_dims, collapsed, start_index_map}, slice_sizes,
                   parse_mode(mode));
+  });
+  m.def("take_along_axis", [](T x, T indices, int64_t axis, const std::string& mode) {
+    return take_along_axis(x, indices, axis, parse_mode(mode));
   });
   m.def("scatter_add", [](T operand, T indices, T updates, const Axes& update_window_dims, const Axes& inserted,
                           const Axes& to_operand, const std::string& mode) {

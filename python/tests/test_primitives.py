@@ -61,6 +61,7 @@ CASES = [
     ("reduce", lambda x: jnp.sum(x, 0) + jnp.max(x, 0) + jnp.min(x, 0) + jnp.mean(x, 0), [f32(4, 3)], True),
     ("reduce_all_any", lambda x: jnp.all(x > -1, 1).astype(jnp.float32) + jnp.any(x > 1, 1), [f32(4, 3)], False),
     ("argmax", lambda x: jnp.argmax(x, 1) + jnp.argmin(x, 0).sum(), [f32(4, 3)], False),
+    ("tile", lambda x: jnp.tile(x, (2, 1, 3)) + jnp.tile(x, 3)[None], [f32(2, 4)], True),
     ("cumsum", lambda x: jnp.cumsum(x, 1) + lax.cummax(x, 0) + lax.cummin(x, 1, reverse=True), [f32(3, 4)], True),
     ("shapes", lambda x: jnp.transpose(x.reshape(2, 6), (1, 0))[None, :, :, None].squeeze(-1).sum(0),
      [f32(3, 4)], True),

@@ -99,12 +99,15 @@ struct CumulativeParams {
   bool operator==(const CumulativeParams&) const = default;
 };
 
-// argsort along `axis`: the i32 positions that order each line, in the total order of
-// jax.lax.sort (-NaN < -inf < ... < -0 < +0 < ... < inf < NaN; bool false < true), ascending or
-// `descending`; equal elements keep their order (stable) either way.
+// argsort along `axis`: the i32 positions that order each line as jax.lax.sort orders them
+// (-inf < ... < -0 = +0 < ... < inf < NaN, every NaN equal; false < true), ascending or
+// `descending`; equal elements keep their order (stable) either way. With `total_order`, floats
+// compare in IEEE's total order instead, as jax.lax.top_k compares them (-NaN < -inf < ... < -0 <
+// +0 < ... < inf < NaN).
 struct SortParams {
   int64_t axis = 0;
   bool descending = false;
+  bool total_order = false;
   bool operator==(const SortParams&) const = default;
 };
 

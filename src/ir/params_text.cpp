@@ -51,6 +51,7 @@ template <class F> void fields(CumulativeParams& p, F&& f) {
 template <class F> void fields(SortParams& p, F&& f) {
   f("axis", p.axis);
   f("descending", p.descending);
+  f("total_order", p.total_order);
 }
 template <class F> void fields(GatherParams& p, F&& f) {
   f("offset_dims", p.offset_dims);

@@ -108,7 +108,7 @@ std::pair<Tensor, Tensor> top_k(const Tensor& x, int64_t k) {
   const int64_t n = x.shape().back();
   if (k < 0 || k > n) invalid(fmt::format("top_k: k = {} must be in [0, {}] for {}", k, n, x.type_string()));
   // The first k of a stable descending order (ties keep the lower position first, as top_k's).
-  Tensor order = argsort(x, -1, /*descending=*/true);
+  Tensor order = argsort(x, -1, /*descending=*/true, /*total_order=*/true);
   Shape start(static_cast<size_t>(x.rank()), 0), limit = x.shape();
   limit.back() = k;
   Tensor positions = slice(order, start, limit);

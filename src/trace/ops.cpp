@@ -291,9 +291,10 @@ Tensor cumsum(const Tensor& x, int64_t axis, bool reverse) { return cumulative(P
 Tensor cummax(const Tensor& x, int64_t axis, bool reverse) { return cumulative(Primitive::cummax, x, axis, reverse); }
 Tensor cummin(const Tensor& x, int64_t axis, bool reverse) { return cumulative(Primitive::cummin, x, axis, reverse); }
 Tensor min(const Tensor& x, const Axes& axes) { return reduce_min(x, axes); }
-Tensor argsort(const Tensor& x, int64_t axis, bool descending) {
+Tensor argsort(const Tensor& x, int64_t axis, bool descending, bool total_order) {
   tracer_of(x, "argsort");
-  return active().bind1(Primitive::argsort, ir::SortParams{normalize_axis(axis, x.rank(), "argsort"), descending}, {x});
+  return active().bind1(Primitive::argsort,
+                        ir::SortParams{normalize_axis(axis, x.rank(), "argsort"), descending, total_order}, {x});
 }
 
 Tensor reshape(const Tensor& x, const Shape& shape) {

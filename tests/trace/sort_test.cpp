@@ -1,4 +1,4 @@
-// argsort, sort and top_k: jax.lax.sort's total order on every dtype, stability ascending and
+// argsort, sort and top_k: jax.lax.sort's order on every dtype, stability ascending and
 // descending, any axis (contiguous and strided lines), against orders written out by hand or made
 // by std::stable_sort with plain comparisons.
 #include <gmock/gmock.h>
@@ -28,19 +28,23 @@ std::vector<int32_t> argsort_of(const fy::Array& x, int64_t axis, bool descendin
 constexpr float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-// -NaN < -inf < -1 < -0 < +0 < 1 = 1 < inf < NaN.
-TEST(Sort, FloatsFollowTheTotalOrderOfJaxSort) {
+// -inf < -1 < -0 = +0 < 1 = 1 < inf < NaN = -NaN (jax.lax.sort's order): ties keep their order.
+TEST(Sort, FloatsFollowTheOrderOfJaxSort) {
   const std::vector<float> v = {kNaN, -0.0f, 1.0f, -kInf, 0.0f, -kNaN, kInf, -1.0f, 1.0f};
   fy::Array x = fy::Array::from(v, {9});
-  EXPECT_THAT(argsort_of(x, 0, false), ElementsAreArray({5, 3, 7, 1, 4, 2, 8, 6, 0}));
-  // Descending: ties still keep their order (the 1 at 2 before the 1 at 8).
-  EXPECT_THAT(argsort_of(x, 0, true), ElementsAreArray({0, 6, 2, 8, 4, 1, 7, 3, 5}));
+  EXPECT_THAT(argsort_of(x, 0, false), ElementsAreArray({3, 7, 1, 4, 2, 8, 6, 0, 5}));
+  // Descending: ties still keep their order (the 1 at 2 before the 1 at 8, -0 before +0).
+  EXPECT_THAT(argsort_of(x, 0, true), ElementsAreArray({0, 5, 6, 2, 8, 1, 4, 7, 3}));
   std::vector<double> d(v.begin(), v.end());
-  EXPECT_THAT(argsort_of(fy::Array::from(d, {9}), 0, false), ElementsAreArray({5, 3, 7, 1, 4, 2, 8, 6, 0}));
+  EXPECT_THAT(argsort_of(fy::Array::from(d, {9}), 0, false), ElementsAreArray({3, 7, 1, 4, 2, 8, 6, 0, 5}));
+  // IEEE's total order (top_k's): -NaN < -inf < -1 < -0 < +0 < 1 = 1 < inf < NaN.
+  for (const fy::Array& a : {x, fy::Array::from(d, {9})}) {
+    auto total = fy::jit([](fy::Tensor t) { return fy::argsort(t, 0, false, /*total_order=*/true); });
+    EXPECT_THAT(total.lower(a).compile()(a)[0].to_vector<int32_t>(), ElementsAreArray({5, 3, 7, 1, 4, 2, 8, 6, 0}));
+  }
 }
 
 TEST(Sort, HalfTypesIntegersAndBools) {
-  // f16 and bf16 (converted from f32: no -NaN among them).
   const std::vector<float> v = {kNaN, -0.0f, 1.0f, -kInf, 0.0f, 0.5f, kInf, -1.0f, 1.0f};
   for (fy::DType t : {fy::DType::f16, fy::DType::bf16}) {
     SCOPED_TRACE(fy::dtype_name(t));
@@ -120,7 +124,7 @@ TEST(Sort, PrintsAndParses) {
   fy::Array x = fy::Array::from(std::vector<float>{1, 2, 3, 4}, {2, 2});
   fy::Lowered l = fy::jit([](fy::Tensor a) { return fy::argsort(a, 0, true); }).lower(x);
   const std::string text = l.as_text();
-  EXPECT_THAT(text, HasSubstr("argsort[axis=0, descending=true]"));
+  EXPECT_THAT(text, HasSubstr("argsort[axis=0, descending=true, total_order=false]"));
   EXPECT_EQ(fy::parse_program(text).as_text(), text);
 }
 

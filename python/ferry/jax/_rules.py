@@ -322,6 +322,41 @@ def _cumulative(ctx, eqn, x):
     return fn(x, eqn.params["axis"], eqn.params["reverse"])
 
 
+def _sort_key(eqn, i, x):
+    """x as a key whose i32 order is JAX's: uint32 bits with the sign bit flipped."""
+    if is_key(eqn.invars[i].aval):
+        raise unimplemented(f"{eqn.primitive.name} of PRNG keys at {where(eqn)}")
+    return _flip(x) if is_unsigned(eqn.invars[i].aval) else x
+
+
+@rule("sort")
+def _sort(ctx, eqn, *operands):
+    """lax.sort: the positions that order the keys (stable, in JAX's order), lexicographic over
+    num_keys keys by stable sorts from the last key to the first, then every operand taken along them."""
+    dim = eqn.params["dimension"]
+    keys = [_sort_key(eqn, i, x) for i, x in enumerate(operands[:eqn.params["num_keys"]])]
+    order = F.argsort(keys[-1], dim, False, False)
+    for key in reversed(keys[:-1]):
+        moved = F.argsort(F.take_along_axis(key, order, dim, "clip"), dim, False, False)
+        order = F.take_along_axis(order, moved, dim, "clip")
+    return [F.take_along_axis(x, order, dim, "clip") for x in operands]
+
+
+@rule("top_k")
+def _top_k(ctx, eqn, x):
+    """lax.top_k: the first k of a stable descending order in IEEE's total order, as XLA's TopK
+    compares (NaN largest, -NaN smallest, +0 above -0; equal values: the lower position first)."""
+    axis = eqn.params.get("axis", -1)
+    rank = len(eqn.invars[0].aval.shape)
+    axis = axis + rank if axis < 0 else axis
+    k = eqn.params["k"]
+    order = F.argsort(_sort_key(eqn, 0, x), axis, True, True)
+    limit = list(eqn.invars[0].aval.shape)
+    limit[axis] = k
+    positions = F.slice(order, [0] * rank, limit, [1] * rank)
+    return [F.take_along_axis(x, positions, axis, "clip"), positions]
+
+
 # Shapes. Key arrays carry their key data's trailing dimensions through every shape operation.
 
 def _trailing(eqn, i=0):
@@ -340,6 +375,23 @@ def _broadcast_in_dim(ctx, eqn, x, *dyn):
     if tuple(x.shape) == tuple(shape):
         return x
     return F.broadcast_in_dim(x, shape, dims)
+
+
+@rule("tile")
+def _tile(ctx, eqn, x):
+    """lax.tile: x broadcast to [r0, s0, r1, s1, ...] (each axis repeated reps[i] times in front of
+    it), then each pair merged; key data's trailing dimensions ride along untiled."""
+    reps = list(eqn.params["reps"])
+    shape = list(eqn.invars[0].aval.shape)
+    extra = list(_trailing(eqn))
+    wide, dims = [], []
+    for i, (r, n) in enumerate(zip(reps, shape)):
+        wide += [r, n]
+        dims.append(2 * i + 1)
+    wide += extra
+    dims += [2 * len(shape) + i for i in range(len(extra))]
+    merged = [r * n for r, n in zip(reps, shape)] + extra
+    return F.reshape(F.broadcast_in_dim(x, wide, dims), merged)
 
 
 @rule("reshape", "squeeze", "expand_dims")

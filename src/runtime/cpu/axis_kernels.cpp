@@ -66,29 +66,38 @@ template <class T, class F> void running(const T* x, T* y, const AxisView& v, bo
   });
 }
 
-// jax.lax.sort's total order as a signed integer: a float's bits, with every bit but the sign
-// flipped where the sign is set (-NaN < -inf < ... < -0 < +0 < ... < inf < NaN, NaNs by payload).
-template <class T> int64_t order_key(T x) {
-  if constexpr (is_half_v<T>) {
-    const int16_t b = static_cast<int16_t>(x.bits);
-    return b < 0 ? b ^ 0x7fff : b;
-  } else if constexpr (std::is_same_v<T, float>) {
-    const int32_t b = std::bit_cast<int32_t>(x);
-    return b < 0 ? b ^ std::numeric_limits<int32_t>::max() : b;
-  } else if constexpr (std::is_same_v<T, double>) {
-    const int64_t b = std::bit_cast<int64_t>(x);
-    return b < 0 ? b ^ std::numeric_limits<int64_t>::max() : b;
-  } else {
+// An element's place in the order as a signed integer. IEEE's total order (top_k's, and the
+// total_order parameter's) is a float's bits with every bit but the sign flipped where the sign is
+// set: -NaN < -inf < ... < -0 < +0 < ... < inf < NaN. jax.lax.sort compares in it after making -0
+// into +0 and every NaN into one NaN (its _canonicalize_float_for_sort): -inf < ... < -0 = +0 <
+// ... < inf < NaN, all NaNs equal.
+template <class T> int64_t order_key(T x, bool total_order) {
+  if constexpr (std::is_integral_v<T>) {
     return static_cast<int64_t>(x);  // i32, bool
+  } else {
+    const auto c = load(x);
+    if (!total_order && c != c) return std::numeric_limits<int64_t>::max();
+    if (!total_order && c == 0) return 0;
+    if constexpr (is_half_v<T>) {
+      const int16_t b = static_cast<int16_t>(x.bits);
+      return b < 0 ? b ^ 0x7fff : b;
+    } else if constexpr (std::is_same_v<T, float>) {
+      const int32_t b = std::bit_cast<int32_t>(x);
+      return b < 0 ? b ^ std::numeric_limits<int32_t>::max() : b;
+    } else {
+      const int64_t b = std::bit_cast<int64_t>(x);
+      return b < 0 ? b ^ std::numeric_limits<int64_t>::max() : b;
+    }
   }
 }
 
 // Sorts positions [0, n) of one line (element k at x[k * stride]) into y (y[k * stride]). Ties go
 // to the lower position, so any sorting algorithm gives the stable order: std::sort where the line
 // is contiguous, an in-place heap sort where it is strided (neither allocates).
-template <class T> void argsort_line(const T* x, int32_t* y, int64_t n, int64_t stride, bool descending) {
+template <class T>
+void argsort_line(const T* x, int32_t* y, int64_t n, int64_t stride, bool descending, bool total_order) {
   auto before = [&](int32_t a, int32_t b) {
-    const int64_t ka = order_key(x[a * stride]), kb = order_key(x[b * stride]);
+    const int64_t ka = order_key(x[a * stride], total_order), kb = order_key(x[b * stride], total_order);
     return ka != kb ? (descending ? ka > kb : ka < kb) : a < b;
   };
   for (int64_t k = 0; k < n; ++k) y[k * stride] = static_cast<int32_t>(k);
@@ -127,7 +136,7 @@ void argsort_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, s
     int32_t* y = outputs[0].as<int32_t>();
     for_each_line(v, [&](int64_t o, int64_t i) {
       const int64_t base = o * v.n * v.inner + i;
-      argsort_line(x + base, y + base, v.n, v.inner, p.descending);
+      argsort_line(x + base, y + base, v.n, v.inner, p.descending, p.total_order);
     });
   });
 }

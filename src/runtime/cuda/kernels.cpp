@@ -402,7 +402,8 @@ void argsort_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, s
   if (outputs[0].type->dtype != DType::i32 || outputs[0].type->shape != in.shape) kernel_bug(eq, "result must be i32 of the operand's shape");
   const auto& p = params_of<ir::SortParams>(eq);
   const AxisView v = around(eq, in.shape, p.axis);
-  launch_argsort(dt(in.dtype), inputs[0].data, outputs[0].as<int32_t>(), v.outer, v.n, v.inner, p.descending, stream.handle);
+  launch_argsort(dt(in.dtype), inputs[0].data, outputs[0].as<int32_t>(), v.outer, v.n, v.inner, p.descending, p.total_order,
+                 stream.handle);
   check_launch(eq);
 }
 

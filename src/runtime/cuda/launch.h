@@ -119,9 +119,9 @@ void launch_reduce(const ReduceArgs& args, const void* x, void* y, void* stream)
 // one thread per line.
 void launch_arg_reduce(bool is_max, Dt dtype, const void* x, int32_t* y, int64_t outer, int64_t n, int64_t inner,
                        void* stream);
-// argsort along the n axis: each line's positions in jax.lax.sort's total order, stable.
+// argsort along the n axis: each line's positions in jax.lax.sort's order, stable.
 void launch_argsort(Dt dtype, const void* x, int32_t* y, int64_t outer, int64_t n, int64_t inner, bool descending,
-                    void* stream);
+                    bool total_order, void* stream);
 enum class CumulativeOp : int { sum, max, min };
 void launch_cumulative(CumulativeOp op, Dt dtype, const void* x, void* y, int64_t outer, int64_t n, int64_t inner,
                        bool reverse, void* stream);

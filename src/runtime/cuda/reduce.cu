@@ -111,9 +111,15 @@ template <class T> __global__ void cumulative_kernel(CumulativeOp op, const T* x
   }
 }
 
-// jax.lax.sort's total order as a signed integer (the CPU kernel's order_key): a float's bits with
-// every bit but the sign flipped where the sign is set.
-template <class T> __device__ inline int64_t order_key(const T* x, int64_t i) {
+// An element's place in the order as a signed integer (the CPU kernel's order_key): a float's bits
+// with every bit but the sign flipped where the sign is set (IEEE's total order); without
+// total_order, as jax.lax.sort, -0 = +0 and every NaN is equal and last.
+template <class T> __device__ inline int64_t order_key(const T* x, int64_t i, bool total_order) {
+  if constexpr (!std::is_same_v<T, int32_t> && !std::is_same_v<T, uint8_t>) {
+    const auto c = load(x, i);
+    if (!total_order && c != c) return 0x7fffffffffffffffLL;
+    if (!total_order && c == 0) return 0;
+  }
   if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
     const int16_t b = reinterpret_cast<const int16_t*>(x)[i];
     return b < 0 ? b ^ 0x7fff : b;
@@ -130,12 +136,12 @@ template <class T> __device__ inline int64_t order_key(const T* x, int64_t i) {
 
 // A heap sort of each line's positions in place in y (ties to the lower position: stable).
 template <class T> __global__ void argsort_kernel(const T* x, int32_t* y, int64_t outer, int64_t n, int64_t inner,
-                                                  bool descending) {
+                                                  bool descending, bool total_order) {
   FERRY_GRID_LOOP(line, outer * inner) {
     const int64_t base = (line / inner) * n * inner + line % inner;
     auto at = [&](int64_t k) -> int32_t& { return y[base + k * inner]; };
     auto before = [&](int32_t a, int32_t b) {
-      const int64_t ka = order_key(x, base + a * inner), kb = order_key(x, base + b * inner);
+      const int64_t ka = order_key(x, base + a * inner, total_order), kb = order_key(x, base + b * inner, total_order);
       return ka != kb ? (descending ? ka > kb : ka < kb) : a < b;
     };
     auto sift_down = [&](int64_t root, int64_t end) {
@@ -223,12 +229,13 @@ void launch_arg_reduce(bool is_max, Dt dtype, const void* x, int32_t* y, int64_t
 }
 
 void launch_argsort(Dt dtype, const void* x, int32_t* y, int64_t outer, int64_t n, int64_t inner, bool descending,
-                    void* stream) {
+                    bool total_order, void* stream) {
   if (outer * inner == 0 || n == 0) return;
   auto s = static_cast<cudaStream_t>(stream);
   visit(dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    argsort_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(static_cast<const T*>(x), y, outer, n, inner, descending);
+    argsort_kernel<T><<<blocks_for(outer * inner), kThreads, 0, s>>>(static_cast<const T*>(x), y, outer, n, inner, descending,
+                                                                      total_order);
   });
 }
 
