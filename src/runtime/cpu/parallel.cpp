@@ -40,6 +40,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <latch>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -133,7 +134,11 @@ class Pool {
   explicit Pool(int threads) : threads_(threads) {
     jobs_.reserve(256);  // nesting depth times callers; growing later would allocate inside a kernel
     workers_.reserve(static_cast<size_t>(threads - 1));
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+    // Every worker has made its per-thread state before the pool is used: a worker the system
+    // starts late would otherwise make it during the first run it joins (tests/heap saw one).
+    std::latch prepared(threads - 1);
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, &prepared] { worker_loop(prepared); });
+    prepared.wait();
   }
 
   ~Pool() {
@@ -183,10 +188,11 @@ class Pool {
     return nullptr;
   }
 
-  void worker_loop() {
+  void worker_loop(std::latch& prepared) {
     // The per-thread state of the libraries the kernels call, made now rather than inside a run
     // (a kernel allocates nothing outside the plan; tests/heap).
     prepare_kernel_thread();
+    prepared.count_down();  // the constructor's latch: not touched again
     std::unique_lock lock(mutex_);
     while (true) {
       Job* job = nullptr;
