@@ -33,6 +33,11 @@ Tensor gather(const Tensor& operand, const Tensor& indices, const GatherDimensio
 // operand with each update added at its window (repeated indices add up).
 Tensor scatter_add(const Tensor& operand, const Tensor& indices, const Tensor& updates,
                    const ScatterDimensionNumbers& dims, GatherScatterMode mode = GatherScatterMode::fill_or_drop);
+// jax.lax.scatter: operand with each update written over its window (x.at[i].set(v)); where
+// windows overlap, the update of the last index vector stays, as on XLA's CPU. Its gradient goes to
+// the operand where nothing was written and to each update where it stayed (JAX's rule).
+Tensor scatter(const Tensor& operand, const Tensor& indices, const Tensor& updates, const ScatterDimensionNumbers& dims,
+               GatherScatterMode mode = GatherScatterMode::fill_or_drop);
 
 // jnp.take(x, indices, axis): the result's shape is x's with dimension `axis` replaced by the
 // indices' shape. As in JAX, an index in [-n, 0) counts from the end except in clip mode (where it

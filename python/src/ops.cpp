@@ -120,6 +120,11 @@ void init_ops(nb::module_& m) {
     return gather(operand, indices, GatherDimensionNumbers{offset_dims, collapsed, start_index_map}, slice_sizes,
                   parse_mode(mode));
   });
+  m.def("scatter", [](T operand, T indices, T updates, const Axes& update_window_dims, const Axes& inserted,
+                      const Axes& to_operand, const std::string& mode) {
+    return scatter(operand, indices, updates, ScatterDimensionNumbers{update_window_dims, inserted, to_operand},
+                   parse_mode(mode));
+  });
   m.def("take_along_axis", [](T x, T indices, int64_t axis, const std::string& mode) {
     return take_along_axis(x, indices, axis, parse_mode(mode));
   });

@@ -126,7 +126,8 @@ struct GatherParams {
 };
 
 // scatter_add(operand, indices, updates), XLA's scatter with add as the combiner and the index
-// vector in the last dimension of `indices`. `mode`: kGatherClip clamps an out-of-bounds start
+// vector in the last dimension of `indices`; scatter(...) the same, each update written over its
+// window (of overlapping windows, the last index vector's stays). `mode`: kGatherClip clamps an out-of-bounds start
 // into range; any other mode drops that window's updates (jax.lax's FILL_OR_DROP).
 struct ScatterParams {
   Dims update_window_dims, inserted_window_dims, scatter_dims_to_operand_dims;

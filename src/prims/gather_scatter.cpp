@@ -80,13 +80,14 @@ std::vector<ir::Type> gather_rule(std::span<const ir::Type> in, const ir::Params
   return {ir::Type{x.dtype, out, kind}};
 }
 
-std::vector<ir::Type> scatter_rule(std::span<const ir::Type> in, const ir::Params& params) {
+// scatter_add and scatter; only scatter writes bools (there is no sum of them).
+std::vector<ir::Type> scatter_rule_of(std::span<const ir::Type> in, const ir::Params& params, bool sums) {
   MemoryKind kind = detail::check_operands(in);
   const auto& p = params_as<ir::ScatterParams>(params);
   const ir::Type &x = in[0], &idx = in[1], &upd = in[2];
   const int64_t r = x.rank();
   if (p.mode < ir::kGatherClip || p.mode > ir::kGatherFillZero) invalid(fmt::format("unknown mode {}", p.mode));
-  if (x.dtype == DType::boolean) invalid("not defined for bool operands");
+  if (sums && x.dtype == DType::boolean) invalid("not defined for bool operands");
   if (upd.dtype != x.dtype)
     invalid(fmt::format("updates dtype {} differs from the operand's {}", dtype_name(upd.dtype), dtype_name(x.dtype)));
   check_indices(idx, p.scatter_dims_to_operand_dims, r, "scatter_dims_to_operand_dims");
@@ -120,6 +121,12 @@ std::vector<ir::Type> scatter_rule(std::span<const ir::Type> in, const ir::Param
   out.kind = kind;
   return {out};
 }
+std::vector<ir::Type> scatter_add_rule(std::span<const ir::Type> in, const ir::Params& params) {
+  return scatter_rule_of(in, params, /*sums=*/true);
+}
+std::vector<ir::Type> scatter_rule(std::span<const ir::Type> in, const ir::Params& params) {
+  return scatter_rule_of(in, params, /*sums=*/false);
+}
 
 // Reads the indices and the gathered elements, writes the result.
 Cost gather_cost(std::span<const ir::Type> in, std::span<const ir::Type> out, const ir::Params&) {
@@ -128,9 +135,13 @@ Cost gather_cost(std::span<const ir::Type> in, std::span<const ir::Type> out, co
 }
 
 // One add per update element; the operand is updated in place when it dies here.
-Cost scatter_cost(std::span<const ir::Type> in, std::span<const ir::Type>, const ir::Params&) {
+Cost scatter_add_cost(std::span<const ir::Type> in, std::span<const ir::Type>, const ir::Params&) {
   return Cost{.flops = static_cast<double>(in[2].num_elements()),
               .bytes_read = in[1].size_bytes() + 2 * in[2].size_bytes(), .bytes_written = in[2].size_bytes()};
+}
+// A write per update element, nothing added.
+Cost scatter_cost(std::span<const ir::Type> in, std::span<const ir::Type>, const ir::Params&) {
+  return Cost{.flops = 0, .bytes_read = in[1].size_bytes() + in[2].size_bytes(), .bytes_written = in[2].size_bytes()};
 }
 
 }  // namespace
@@ -139,7 +150,8 @@ void register_gather_scatter(Table& t) {
   t[static_cast<size_t>(Primitive::gather)] =
       PrimitiveInfo{.shape_rule = gather_rule, .cost_rule = gather_cost};
   t[static_cast<size_t>(Primitive::scatter_add)] =
-      PrimitiveInfo{.shape_rule = scatter_rule, .cost_rule = scatter_cost};
+      PrimitiveInfo{.shape_rule = scatter_add_rule, .cost_rule = scatter_add_cost};
+  t[static_cast<size_t>(Primitive::scatter)] = PrimitiveInfo{.shape_rule = scatter_rule, .cost_rule = scatter_cost};
 }
 
 }  // namespace ferry::prims

@@ -1,4 +1,4 @@
-// Front ends of gather and scatter_add, and take, take_along_axis and one_hot on top of them.
+// Front ends of gather, scatter_add and scatter, and take, take_along_axis and one_hot on top of them.
 #include <fmt/format.h>
 
 #include "ferry/error.h"
@@ -55,6 +55,14 @@ Tensor scatter_add(const Tensor& operand, const Tensor& indices, const Tensor& u
   ir::ScatterParams p{dims.update_window_dims, dims.inserted_window_dims, dims.scatter_dims_to_operand_dims,
                       mode_code(mode)};
   return t.bind1(Primitive::scatter_add, p, {operand, indices, updates});
+}
+
+Tensor scatter(const Tensor& operand, const Tensor& indices, const Tensor& updates, const ScatterDimensionNumbers& dims,
+               GatherScatterMode mode) {
+  detail::Tracer& t = check({operand, indices, updates}, "scatter");
+  ir::ScatterParams p{dims.update_window_dims, dims.inserted_window_dims, dims.scatter_dims_to_operand_dims,
+                      mode_code(mode)};
+  return t.bind1(Primitive::scatter, p, {operand, indices, updates});
 }
 
 Tensor take(const Tensor& x, const Tensor& indices, int64_t axis, GatherScatterMode mode) {

@@ -124,22 +124,46 @@ Out gather_vjp(const ir::Equation& eq, Ts x, Ts, Ts g) {
           Tensor()};
 }
 
+bool has(const ir::Dims& dims, int64_t d) { return std::find(dims.begin(), dims.end(), d) != dims.end(); }
+
+// What a scatter with parameters p put at each update's place, read back from `written` (an array
+// of the operand's shape): the gather with the scatter's dimensions, 0 where it dropped the window.
+Tensor gather_at_updates(const Tensor& written, const Tensor& indices, const ir::ScatterParams& p, const Shape& us) {
+  Shape sizes;
+  size_t next = 0;
+  for (int64_t d = 0; d < written.rank(); ++d)
+    sizes.push_back(has(p.inserted_window_dims, d) ? 1 : us[static_cast<size_t>(p.update_window_dims[next++])]);
+  return gather(written, indices, {p.update_window_dims, p.inserted_window_dims, p.scatter_dims_to_operand_dims}, sizes,
+                mode_of(p.mode, false));
+}
+
 // scatter_add's transpose: the operand's cotangent passes through; each update's is the cotangent
 // gathered at its window (zero where the scatter dropped it).
 Out scatter_add_vjp(const ir::Equation& eq, Ts x, Ts, Ts g) {
   const auto& p = std::get<ir::ScatterParams>(eq.params);
+  return {g[0], Tensor(), gather_at_updates(g[0], x[1], p, x[2].shape())};
+}
+
+// scatter (overwrite), as JAX differentiates it: the operand's cotangent where no update was
+// written; each update's where it is the one that stayed. Which stayed: every update element gets
+// the id of its index vector (position + 1), the ids are scattered as the updates were, over zeros,
+// and read back at each update's place.
+Out scatter_vjp(const ir::Equation& eq, Ts x, Ts, Ts g) {
+  const auto& p = std::get<ir::ScatterParams>(eq.params);
   const Shape us = x[2].shape();
-  Shape sizes;
-  size_t next = 0;
-  for (int64_t d = 0; d < x[0].rank(); ++d) {
-    if (std::find(p.inserted_window_dims.begin(), p.inserted_window_dims.end(), d) != p.inserted_window_dims.end())
-      sizes.push_back(1);
-    else
-      sizes.push_back(us[static_cast<size_t>(p.update_window_dims[next++])]);
+  Tensor ids = constant(1.0, us, DType::i32);
+  int64_t stride = 1;
+  for (int64_t d = static_cast<int64_t>(us.size()) - 1; d >= 0; --d) {
+    if (has(p.update_window_dims, d)) continue;
+    ids = add(ids, mul(iota(DType::i32, us, d), constant(static_cast<double>(stride), {}, DType::i32)));
+    stride *= us[static_cast<size_t>(d)];
   }
-  return {g[0], Tensor(),
-          gather(g[0], x[1], {p.update_window_dims, p.inserted_window_dims, p.scatter_dims_to_operand_dims}, sizes,
-                 mode_of(p.mode, false))};
+  const Tensor written = scatter(constant(0.0, x[0].shape(), DType::i32), x[1], ids,
+                                 {p.update_window_dims, p.inserted_window_dims, p.scatter_dims_to_operand_dims},
+                                 mode_of(p.mode, true));
+  const Tensor stayed = ferry::eq(gather_at_updates(written, x[1], p, us), ids);
+  return {where(ferry::eq(written, constant(0.0, {}, DType::i32)), g[0], 0.0), Tensor(),
+          where(stayed, gather_at_updates(g[0], x[1], p, us), 0.0)};
 }
 
 }  // namespace
@@ -163,6 +187,7 @@ void register_model_vjps(VjpTable& t) {
   set_vjp(t, P::cummin, cumulative_extreme_vjp);
   set_vjp(t, P::gather, gather_vjp);
   set_vjp(t, P::scatter_add, scatter_add_vjp);
+  set_vjp(t, P::scatter, scatter_vjp);
 }
 
 }  // namespace ferry::transforms

@@ -66,6 +66,13 @@ TEST(ModelVjp, Reductions) {
 }
 
 TEST(ModelVjp, GatherAndScatter) {
+  // scatter: the operand's cotangent where nothing was written, each update's where it stayed
+  // (index 1 is written twice: only the later update gets a gradient; index 4 is dropped).
+  check([](const Xs& x) { return fy::scatter(x[0], i32s({1, 3, 1, 4}, {4, 1}), x[1], {{}, {0}, {0}}); }, {{4}, {4}});
+  check([](const Xs& x) { return fy::scatter(x[0], i32s({2, 0}, {2, 1}), x[1], {{1}, {0}, {0}}); }, {{4, 3}, {2, 3}});
+  check([](const Xs& x) {
+    return fy::scatter(x[0], i32s({0, 1, 5}, {3, 1}), x[1], {{1}, {}, {0}}, fy::GatherScatterMode::clip);
+  }, {{6}, {3, 2}});
   check([](const Xs& x) { return fy::take(x[0], i32s({4, 0, 2, 2, 1, 4}, {2, 3}), 0); }, {{5, 3}});
   check([](const Xs& x) { return fy::take(x[0], i32s({1, 1, 0}, {3}), 1); }, {{4, 2, 3}});
   // Out of bounds: clipped indices pass the cotangent to the edge rows; filled ones drop it.

@@ -595,21 +595,25 @@ def _gather(ctx, eqn, operand, indices):
     return F.gather(operand, indices, offset, collapsed, start_map, sizes, mode)
 
 
-@rule("scatter-add", "scatter_add")
-def _scatter_add(ctx, eqn, operand, indices, updates):
+@rule("scatter-add", "scatter_add", "scatter")
+def _scatter(ctx, eqn, operand, indices, updates):
+    """scatter-add adds each update into its window; scatter (x.at[i].set(v)) writes it over the
+    window, the last index vector's update staying where windows overlap, as on XLA's CPU."""
+    name = eqn.primitive.name
     dn = eqn.params["dimension_numbers"]
     mode = _mode(eqn)
     if mode == "fill_zero":
         mode = "fill"
     if eqn.params.get("update_consts"):
-        raise unimplemented(f"scatter-add with update_consts at {where(eqn)}")
-    if is_key(eqn.invars[0].aval) or operand.dtype == "bool":
-        raise unimplemented(f"scatter-add of {eqn.invars[0].aval.dtype} at {where(eqn)}")
+        raise unimplemented(f"{name} with update_consts at {where(eqn)}")
+    if is_key(eqn.invars[0].aval) or (operand.dtype == "bool" and name != "scatter"):
+        raise unimplemented(f"{name} of {eqn.invars[0].aval.dtype} at {where(eqn)}")
     indices, extra_map = _batched_indices(_index(indices), tuple(dn.operand_batching_dims),
                                           tuple(dn.scatter_indices_batching_dims))
     to_operand = list(dn.scatter_dims_to_operand_dims) + extra_map
     inserted = sorted(list(dn.inserted_window_dims) + extra_map)
-    return F.scatter_add(operand, indices, updates, list(dn.update_window_dims), inserted, to_operand, mode)
+    fn = F.scatter if name == "scatter" else F.scatter_add
+    return fn(operand, indices, updates, list(dn.update_window_dims), inserted, to_operand, mode)
 
 
 def iota_2x32(ctx, eqn):

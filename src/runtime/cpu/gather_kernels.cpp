@@ -1,5 +1,7 @@
-// gather and scatter_add (XLA's, index vector in the last dimension of the indices). Each index
-// vector picks one window: gather copies it (strided_copy), scatter_add adds the update into it.
+// gather, scatter_add and scatter (XLA's, index vector in the last dimension of the indices). Each
+// index vector picks one window: gather copies it (strided_copy), scatter_add adds the update into
+// it, scatter writes the update over it (index vectors in order, so of overlapping windows the
+// last one's update stays, as on XLA's CPU).
 // An out-of-bounds start is clamped (mode clip) or, otherwise, fills the gathered window with the
 // fill value / drops the update, so no index can move an access outside the buffers.
 #include <algorithm>
@@ -137,8 +139,11 @@ void gather_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, st
   });
 }
 
-void scatter_add_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
-                        Workspace&) {
+namespace {
+
+// scatter_add (add) or scatter (overwrite).
+void scatter_into(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                  bool add) {
   expect_arity(eq, inputs, outputs, 3);
   const auto& p = params_of<ir::ScatterParams>(eq);
   const ir::Type &x = *inputs[0].type, &ix = *inputs[1].type, &u = *inputs[2].type, &out = *outputs[0].type;
@@ -173,20 +178,34 @@ void scatter_add_kernel(const ir::Equation& eq, std::span<const ConstView> input
   Dims64 start(r);
   visit_dtype(x.dtype, [&]<class T>(TypeTag<T>) {
     if constexpr (std::is_same_v<T, bool>) {
-      unsupported_dtype(eq, x.dtype);
-    } else {
-      T* y = outputs[0].as<T>();
-      const T* upd = inputs[2].as<T>();
-      // Serial: two index vectors may name overlapping windows, and the sums must come in order.
-      odometer(batch_loop(bshape, bstrides, K), [&](int64_t u_off, int64_t idx_off) {
-        if (!window_start(idx + idx_off, p.scatter_dims_to_operand_dims, x.shape, window, p.mode == ir::kGatherClip, start))
-          return;  // dropped
-        int64_t off = 0;
-        for (size_t d = 0; d < r; ++d) off += start[d] * xs[d];
-        add_window(wshape, y + off, wdst, upd + u_off, wsrc);
-      });
+      if (add) unsupported_dtype(eq, x.dtype);
     }
+    T* y = outputs[0].as<T>();
+    const T* upd = inputs[2].as<T>();
+    // Serial: two index vectors may name overlapping windows, and the sums (or the writes, the last
+    // of which stays) must come in order.
+    odometer(batch_loop(bshape, bstrides, K), [&](int64_t u_off, int64_t idx_off) {
+      if (!window_start(idx + idx_off, p.scatter_dims_to_operand_dims, x.shape, window, p.mode == ir::kGatherClip, start))
+        return;  // dropped
+      int64_t off = 0;
+      for (size_t d = 0; d < r; ++d) off += start[d] * xs[d];
+      if constexpr (!std::is_same_v<T, bool>)
+        if (add) return add_window(wshape, y + off, wdst, upd + u_off, wsrc);
+      strided_copy(sizeof(T), wshape, reinterpret_cast<char*>(y + off), wdst, reinterpret_cast<const char*>(upd + u_off), wsrc);
+    });
   });
+}
+
+}  // namespace
+
+void scatter_add_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                        Workspace&) {
+  scatter_into(eq, inputs, outputs, /*add=*/true);
+}
+
+void scatter_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                    Workspace&) {
+  scatter_into(eq, inputs, outputs, /*add=*/false);
 }
 
 }  // namespace ferry::runtime::cpu

@@ -40,6 +40,7 @@ FERRY_CPU_KERNEL(argsort_kernel);
 // gather_kernels.cpp
 FERRY_CPU_KERNEL(gather_kernel);
 FERRY_CPU_KERNEL(scatter_add_kernel);
+FERRY_CPU_KERNEL(scatter_kernel);
 // random_kernels.cpp
 FERRY_CPU_KERNEL(threefry_kernel);
 // dot_kernel.cpp

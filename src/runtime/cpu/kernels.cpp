@@ -43,6 +43,7 @@ KernelFn kernel(Primitive p) {
     case argsort: return on_stream<argsort_kernel>;
     case gather: return on_stream<gather_kernel>;
     case scatter_add: return on_stream<scatter_add_kernel>;
+    case scatter: return on_stream<scatter_kernel>;
     case threefry2x32: return on_stream<threefry_kernel>;
     case dot_general: return on_stream<dot_general_kernel>;
     case slice: return on_stream<slice_kernel>;

@@ -69,9 +69,11 @@ template <class T> __device__ inline void atomic_add(T* p, T v) {
   }
 }
 
-template <class T> __global__ void scatter_add_kernel(ScatterArgs s, const T* updates, const int32_t* indices, T* out,
-                                                      int64_t n) {
-  FERRY_GRID_LOOP(i, n) {
+// Where update element i goes: the operand offset, and the position of its index vector (batch);
+// false where its window is out of bounds and not clipped (the update is dropped).
+__device__ inline bool update_target(const ScatterArgs& s, const int32_t* indices, int64_t i, int64_t& batch_out,
+                                     int64_t& off_out) {
+  {
     int64_t u_idx[kMaxDims];
     int64_t rest = i;
     for (int d = s.update_rank - 1; d >= 0; --d) {
@@ -96,7 +98,34 @@ template <class T> __global__ void scatter_add_kernel(ScatterArgs s, const T* up
       const int64_t w = s.window_update_dim[d] >= 0 ? u_idx[s.window_update_dim[d]] : 0;
       off = off * s.operand_shape[d] + start[d] + w;
     }
-    if (inside) atomic_add(out + off, updates[i]);  // a window out of bounds is dropped
+    batch_out = batch;
+    off_out = off;
+    return inside;
+  }
+}
+
+template <class T> __global__ void scatter_add_kernel(ScatterArgs s, const T* updates, const int32_t* indices, T* out,
+                                                      int64_t n) {
+  FERRY_GRID_LOOP(i, n) {
+    int64_t batch = 0, off = 0;
+    if (update_target(s, indices, i, batch, off)) atomic_add(out + off, updates[i]);  // out of bounds: dropped
+  }
+}
+
+// scatter (overwrite), in two passes so that of overlapping windows the last index vector's update
+// stays, as on the CPU: each update element claims its operand element with its index vector's
+// position (the largest claim wins), then only the winners write.
+__global__ void scatter_claim_kernel(ScatterArgs s, const int32_t* indices, int32_t* last, int64_t n) {
+  FERRY_GRID_LOOP(i, n) {
+    int64_t batch = 0, off = 0;
+    if (update_target(s, indices, i, batch, off)) atomicMax(last + off, static_cast<int32_t>(batch));
+  }
+}
+template <class E> __global__ void scatter_write_kernel(ScatterArgs s, const E* updates, const int32_t* indices,
+                                                        const int32_t* last, E* out, int64_t n) {
+  FERRY_GRID_LOOP(i, n) {
+    int64_t batch = 0, off = 0;
+    if (update_target(s, indices, i, batch, off) && last[off] == static_cast<int32_t>(batch)) out[off] = updates[i];
   }
 }
 
@@ -143,6 +172,21 @@ void launch_scatter_add(const ScatterArgs& s, const void* updates, const int32_t
     if constexpr (!std::is_same_v<T, uint8_t>)  // bool has no scatter_add (the CPU refuses it too)
       scatter_add_kernel<T><<<blocks_for(n), kThreads, 0, st>>>(s, static_cast<const T*>(updates), indices,
                                                                 static_cast<T*>(out), n);
+  });
+}
+
+void launch_scatter(const ScatterArgs& s, const void* updates, const int32_t* indices, void* out, int32_t* last,
+                    int64_t operand_elements, void* stream) {
+  int64_t n = 1;
+  for (int d = 0; d < s.update_rank; ++d) n *= s.update_shape[d];
+  if (n == 0 || operand_elements == 0) return;
+  auto st = static_cast<cudaStream_t>(stream);
+  cudaMemsetAsync(last, 0xff, static_cast<size_t>(operand_elements) * sizeof(int32_t), st);  // -1: unclaimed
+  scatter_claim_kernel<<<blocks_for(n), kThreads, 0, st>>>(s, indices, last, n);
+  by_size(s.elem_bytes, [&](auto* tag) {
+    using E = std::remove_pointer_t<decltype(tag)>;
+    scatter_write_kernel<E><<<blocks_for(n), kThreads, 0, st>>>(s, static_cast<const E*>(updates), indices, last,
+                                                                static_cast<E*>(out), n);
   });
 }
 

@@ -476,17 +476,19 @@ void gather_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, st
   check_launch(eq);
 }
 
-void scatter_add_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
-                        Workspace&, Stream stream) {
+// The operand copied to the result, and the arguments of scatter_add's and scatter's launches;
+// false where there is nothing to scatter.
+bool prepare_scatter(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                     Stream stream, ScatterArgs& s) {
   expect_arity(eq, inputs, outputs, 3);
   const auto& p = params_of<ir::ScatterParams>(eq);
   const ir::Type &x = *inputs[0].type, &ix = *inputs[1].type, &u = *inputs[2].type, &out = *outputs[0].type;
   const size_t r = x.shape.size();
-  if (ix.dtype != DType::i32 || ix.rank() < 1 || out != x || u.dtype != x.dtype || x.dtype == DType::boolean ||
+  if (ix.dtype != DType::i32 || ix.rank() < 1 || out != x || u.dtype != x.dtype ||
+      (x.dtype == DType::boolean && eq.prim == Primitive::scatter_add) ||
       ix.shape.back() != static_cast<int64_t>(p.scatter_dims_to_operand_dims.size()))
     kernel_bug(eq, "operands do not match the dimension numbers");
   copy_bytes(outputs[0].data, inputs[0].data, out.size_bytes(), stream);
-  ScatterArgs s;
   s.dtype = dt(x.dtype);
   s.update_rank = static_cast<int>(u.shape.size());
   s.operand_rank = static_cast<int>(r);
@@ -516,11 +518,36 @@ void scatter_add_kernel(const ir::Equation& eq, std::span<const ConstView> input
     if (d < 0 || d >= static_cast<int64_t>(r)) kernel_bug(eq, "bad scatter_dims_to_operand_dims");
     s.scatter_dims_to_operand_dims[j] = static_cast<int>(d);
   }
-  if (u.num_elements() == 0 || out.num_elements() == 0) return;
+  if (u.num_elements() == 0 || out.num_elements() == 0) return false;
   if (ix.num_elements() != batches * s.num_index) kernel_bug(eq, "indices do not match the updates");
   s.clip = p.mode == ir::kGatherClip;
+  s.elem_bytes = static_cast<int>(dtype_size(x.dtype));
+  return true;
+}
+
+void scatter_add_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                        Workspace&, Stream stream) {
+  ScatterArgs s;
+  if (!prepare_scatter(eq, inputs, outputs, stream, s)) return;
   launch_scatter_add(s, inputs[2].data, inputs[1].as<int32_t>(), outputs[0].data, stream.handle);
   check_launch(eq);
+}
+
+void scatter_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
+                    Workspace& workspace, Stream stream) {
+  ScatterArgs s;
+  if (!prepare_scatter(eq, inputs, outputs, stream, s)) return;
+  const int64_t n = outputs[0].type->num_elements();
+  launch_scatter(s, inputs[2].data, inputs[1].as<int32_t>(), outputs[0].data, workspace.take<int32_t>(n), n,
+                 stream.handle);
+  check_launch(eq);
+}
+
+// scatter's claims: one i32 per operand element.
+int64_t scatter_workspace(const ir::Equation&, std::span<const ir::Type* const> inputs, std::span<const ir::Type* const>) {
+  WorkspaceSize size;
+  if (!inputs.empty()) size.add<int32_t>(inputs[0]->num_elements());
+  return size.bytes;
 }
 
 void threefry_kernel(const ir::Equation& eq, std::span<const ConstView> inputs, std::span<const MutView> outputs,
@@ -562,6 +589,7 @@ KernelFn kernel(Primitive p) {
     case argsort: return argsort_kernel;
     case gather: return gather_kernel;
     case scatter_add: return scatter_add_kernel;
+    case scatter: return scatter_kernel;
     case threefry2x32: return threefry_kernel;
     case dot_general: return dot_general_kernel;
     case slice: return slice_kernel;
@@ -576,6 +604,7 @@ KernelFn kernel(Primitive p) {
 
 WorkspaceSizeFn workspace_size(Primitive p) {
   if (p == Primitive::all_gather || p == Primitive::psum_scatter) return collective_workspace;  // parts made contiguous
+  if (p == Primitive::scatter) return scatter_workspace;
   return p == Primitive::dot_general ? dot_general_workspace : nullptr;
 }
 

@@ -99,8 +99,13 @@ struct ScatterArgs {
   int num_index = 0;
   int scatter_dims_to_operand_dims[kMaxDims] = {};
   bool clip = false;
+  int elem_bytes = 4;  // scatter: the element size it copies
 };
 void launch_scatter_add(const ScatterArgs& args, const void* updates, const int32_t* indices, void* out, void* stream);
+// scatter (overwrite): of overlapping windows the last index vector's update stays; `last` is
+// workspace of one i32 per operand element.
+void launch_scatter(const ScatterArgs& args, const void* updates, const int32_t* indices, void* out, int32_t* last,
+                    int64_t operand_elements, void* stream);
 
 // reduce_sum / reduce_max / reduce_min: each output element (kept dimensions, row-major) combines
 // the elements of the reduced dimensions. One block per output element.
