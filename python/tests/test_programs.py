@@ -456,3 +456,18 @@ def test_key_results_and_remat3():
         assert check_invariants(c).host_temp_size_in_bytes > 0
     finally:
         jax.config.update("jax_remat3", False)
+
+
+def test_captured_keys_and_uint32_constants():
+    """Key arrays and uint32 arrays the function closes over (one key: built into the program; many:
+    a program input) give jax.jit's values; they were a TypeError and an INVALID_ARGUMENT."""
+    one = jax.random.key(3)
+    many = jax.random.split(jax.random.key(0), 300)
+    words = jnp.arange(300, dtype=jnp.uint32) * 7 + jnp.uint32(2 ** 31)
+    fns = [lambda x: jax.random.normal(one, x.shape) + x,
+           lambda x: jax.random.normal(many[7], x.shape) + x,
+           lambda x: words[5:8] * jnp.uint32(3) + x]
+    for fn, x in zip(fns, [np.arange(3, dtype=np.float32)] * 2 + [np.arange(3, dtype=np.uint32)]):
+        got, want = ferry.jax.jit(fn)(x), jax.jit(fn)(x)
+        assert np.asarray(got).dtype == np.asarray(want).dtype
+        np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -157,10 +157,9 @@ class Context:
         t = self.constants.get(id(value))
         if t is not None:
             return t
-        arr = np.asarray(value)
         aval = core.typeof(value) if not isinstance(value, np.ndarray) else None
-        if aval is not None and is_key(aval):
-            arr = np.asarray(jax.random.key_data(value))
+        # A key array has no NumPy form of its own: its key data (uint32 words) is the constant.
+        arr = np.asarray(jax.random.key_data(value) if aval is not None and is_key(aval) else value)
         if arr.ndim == 0 or arr.size == 1 and arr.ndim <= 1:
             return scalar(arr.reshape(()).item(), _FERRY_DTYPES.get(arr.dtype) or ferry_dtype(arr), arr.shape)
         if arr.size <= 256:  # a constant made during conversion (random's own): built from scalars

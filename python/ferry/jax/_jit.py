@@ -310,12 +310,11 @@ class Jitted:
 
 def _constant_array(c):
     aval = core.typeof(c)
-    if is_key(aval):
-        return np.ascontiguousarray(np.asarray(jax.random.key_data(c)))
-    arr = np.ascontiguousarray(np.asarray(c))
+    arr = np.ascontiguousarray(np.asarray(jax.random.key_data(c) if is_key(aval) else c))
     if not jdtypes.issubdtype(arr.dtype, np.number) and arr.dtype != np.bool_ and arr.dtype.name != "bfloat16":
         raise invalid_argument(f"a captured constant of dtype {arr.dtype}")
-    return arr
+    # The program takes uint32 (and key data, uint32 words) as int32 bits, as it takes arguments.
+    return arr.view(np.int32) if arr.dtype == np.uint32 else arr
 
 
 def jit(fun=None, *, static_argnums=(), static_argnames=(), donate_argnums=(), device_memory_limit=0,
