@@ -154,3 +154,26 @@ def test_gradients(name, fn, args, diff):
     assert_trees_close(got, want, rtol=1e-4, atol=1e-5)
     # JAX's own differentiation, converted by ferry, agrees too.
     assert_trees_close(ferry.jax.jit(jax.grad(loss, argnums))(*args), want, rtol=1e-4, atol=1e-5)
+
+
+def test_nextafter_bit_for_bit():
+    """Every pair of special float32 values (zeros, subnormals, the smallest normals, infinities,
+    NaN, the largest finite, +-1) and random pairs, equal ones among them: jax.jit's bits."""
+    special = np.array([1, 2, 0x80000001, 0x80000002, 0x007fffff, 0x80800000, 0x00800000, 0, 0x80000000,
+                        0x7f800000, 0xff800000, 0x7fc00000, 0x7f7fffff, 0x3f800000, 0xbf800000],
+                       np.uint32).view(np.float32)
+    x = np.concatenate([np.repeat(special, len(special)), f32(60)])
+    y = np.concatenate([np.tile(special, len(special)), f32(30), x[-30:]])
+    got, want = ferry.jax.jit(lax.nextafter)(x, y), jax.jit(lax.nextafter)(x, y)
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint32), np.asarray(want).view(np.uint32))
+
+
+def test_flax_initializers_inside_jit():
+    """flax's default initializers (lecun_normal: truncated_normal, which calls nextafter) under
+    ferry.jax.jit, as jax.jit(model.init) is commonly written."""
+    flax = pytest.importorskip("flax.linen")
+    model = flax.Dense(16)
+    x = np.ones((2, 8), np.float32)
+    init = lambda k: model.init(k, x)
+    got, want = ferry.jax.jit(init)(jax.random.key(0)), jax.jit(init)(jax.random.key(0))
+    assert_trees_close(got, want, rtol=1e-5, atol=1e-6)

@@ -187,6 +187,30 @@ def _is_finite(ctx, eqn, x):
     return F.eq(F.sub(x, x), scalar(0.0, x.dtype))
 
 
+@rule("nextafter")
+def _nextafter(ctx, eqn, x, y):
+    """lax.nextafter on f32 as XLA expands it, on the bits: toward y by one unit in the last place;
+    x == y gives y; from zero the smallest subnormal with y's sign; NaN gives the canonical NaN.
+    XLA's CPU compares x == y with subnormals as zero, so that is kept too (flax's initializers
+    call it through jax.random.truncated_normal)."""
+    if x.dtype != "f32":
+        raise unimplemented(f"nextafter of {eqn.invars[0].aval.dtype} at {where(eqn)} (ferry steps float32 bits)")
+    i32 = lambda v: scalar(v, "i32")
+    xi, yi = F.bitcast_convert_type(x, "i32"), F.bitcast_convert_type(y, "i32")
+    sign = i32(-2 ** 31)
+    xabs, yabs = F.logical_and(xi, i32(0x7fffffff)), F.logical_and(yi, i32(0x7fffffff))
+    subnormal_or_zero = lambda a: F.le(a, i32(0x007fffff))
+    equal = F.logical_or(F.eq(x, y), F.logical_and(subnormal_or_zero(xabs), subnormal_or_zero(yabs)))
+    to_sign = F.logical_and(yi, sign)
+    from_zero = F.select_n(F.eq(yabs, i32(0)), [F.logical_or(to_sign, i32(1)), yi])
+    away = F.logical_or(F.gt(xabs, yabs), F.ne(F.logical_and(xi, sign), to_sign))
+    stepped = F.add(xi, F.select_n(away, [i32(1), i32(-1)]))
+    bits = F.select_n(F.eq(xabs, i32(0)), [stepped, from_zero])
+    bits = F.select_n(equal, [bits, yi])
+    nan = F.logical_or(F.ne(x, x), F.ne(y, y))
+    return F.select_n(nan, [F.bitcast_convert_type(bits, "f32"), scalar(float("nan"), "f32")])
+
+
 @rule("round")
 def _round(ctx, eqn, x):
     method = int(eqn.params.get("rounding_method", 0))
