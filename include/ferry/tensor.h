@@ -71,6 +71,8 @@ Tensor bitcast_convert_type(const Tensor& x, DType dtype);
 // negative operands). i32 remainder by zero gives the dividend.
 Tensor rem(const Tensor& a, const Tensor& b);
 Tensor rem(const Tensor& a, double b);
+// The angle of the point (b, a), in [-pi, pi] (jnp.arctan2(a, b)); floating operands only.
+Tensor atan2(const Tensor& a, const Tensor& b);
 // min(max(x, lo), hi) (jax.lax.clamp's argument order); lo and hi broadcast to x.
 Tensor clamp(const Tensor& lo, const Tensor& x, const Tensor& hi);
 Tensor clamp(double lo, const Tensor& x, double hi);

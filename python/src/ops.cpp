@@ -61,6 +61,7 @@ void init_ops(nb::module_& m) {
   m.def("min", [](T a, T b) { return minimum(a, b); });
   m.def("pow", [](T a, T b) { return pow(a, b); });
   m.def("rem", [](T a, T b) { return rem(a, b); });
+  m.def("atan2", [](T a, T b) { return atan2(a, b); });
   m.def("logical_and", [](T a, T b) { return logical_and(a, b); });
   m.def("logical_or", [](T a, T b) { return logical_or(a, b); });
   m.def("logical_xor", [](T a, T b) { return logical_xor(a, b); });

@@ -54,6 +54,15 @@ std::vector<ir::Type> binary_rule(std::span<const ir::Type> in, const ir::Params
   return {out};
 }
 
+// atan2: floating operands only, as XLA's.
+std::vector<ir::Type> binary_floating_rule(std::span<const ir::Type> in, const ir::Params&) {
+  check_operands(in);
+  ir::Type out = binary_result(in[0], in[1]);
+  if (!is_floating(out.dtype))
+    invalid(fmt::format("requires a floating dtype (f32, f64, f16, bf16), got {}", dtype_name(out.dtype)));
+  return {out};
+}
+
 ir::Type bool_like(const ir::Type& t) { return ir::Type{DType::boolean, t.shape, t.kind}; }
 
 // eq, ne: any dtype, bool included.
@@ -184,6 +193,15 @@ void register_elementwise(Table& t) {
   put(P::log1p, unary_floating_rule);
   put(P::expm1, unary_floating_rule);
   put(P::tan, unary_floating_rule);
+  put(P::atan, unary_floating_rule);
+  put(P::asin, unary_floating_rule);
+  put(P::acos, unary_floating_rule);
+  put(P::sinh, unary_floating_rule);
+  put(P::cosh, unary_floating_rule);
+  put(P::asinh, unary_floating_rule);
+  put(P::acosh, unary_floating_rule);
+  put(P::atanh, unary_floating_rule);
+  put(P::cbrt, unary_floating_rule);
   put(P::floor, unary_floating_rule);
   put(P::ceil, unary_floating_rule);
   put(P::round, unary_floating_rule);
@@ -196,6 +214,7 @@ void register_elementwise(Table& t) {
   put(P::min, binary_rule);
   put(P::pow, binary_rule);
   put(P::rem, binary_rule);
+  put(P::atan2, binary_floating_rule);
   put(P::logical_and, logical_binary_rule);
   put(P::logical_or, logical_binary_rule);
   put(P::logical_xor, logical_binary_rule);

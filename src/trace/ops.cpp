@@ -103,6 +103,7 @@ Tensor bitcast_convert_type(const Tensor& x, DType dtype) {
 }
 Tensor rem(const Tensor& a, const Tensor& b) { return binary(Primitive::rem, a, b); }
 Tensor rem(const Tensor& a, double b) { return binary(Primitive::rem, a, b); }
+Tensor atan2(const Tensor& a, const Tensor& b) { return binary(Primitive::atan2, a, b); }
 Tensor clamp(const Tensor& lo, const Tensor& x, const Tensor& hi) {
   tracer_of(lo, "clamp");
   tracer_of(x, "clamp");

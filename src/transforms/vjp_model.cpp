@@ -28,11 +28,27 @@ Out erf_inv_vjp(const ir::Equation&, Ts, Ts y, Ts g) {
 Out log1p_vjp(const ir::Equation&, Ts x, Ts, Ts g) { return {g[0] / (x[0] + 1.0)}; }
 Out expm1_vjp(const ir::Equation&, Ts, Ts y, Ts g) { return {g[0] * (y[0] + 1.0)}; }
 Out tan_vjp(const ir::Equation&, Ts, Ts y, Ts g) { return {g[0] * (y[0] * y[0] + 1.0)}; }  // 1 + tan^2, as JAX
+// The inverse trigonometric and hyperbolic functions and cbrt, by JAX's formulas.
+Out atan_vjp(const ir::Equation&, Ts x, Ts, Ts g) { return {g[0] / (x[0] * x[0] + 1.0)}; }
+Out asin_vjp(const ir::Equation&, Ts x, Ts, Ts g) { return {g[0] * rsqrt(1.0 - x[0] * x[0])}; }
+Out acos_vjp(const ir::Equation&, Ts x, Ts, Ts g) { return {-(g[0] * rsqrt(1.0 - x[0] * x[0]))}; }
+Out sinh_vjp(const ir::Equation&, Ts x, Ts, Ts g) { return {g[0] * cosh(x[0])}; }
+Out cosh_vjp(const ir::Equation&, Ts x, Ts, Ts g) { return {g[0] * sinh(x[0])}; }
+Out asinh_vjp(const ir::Equation&, Ts x, Ts, Ts g) { return {g[0] * rsqrt(x[0] * x[0] + 1.0)}; }
+Out acosh_vjp(const ir::Equation&, Ts x, Ts, Ts g) { return {g[0] * rsqrt((x[0] - 1.0) * (x[0] + 1.0))}; }
+Out atanh_vjp(const ir::Equation&, Ts x, Ts, Ts g) { return {g[0] / ((1.0 - x[0]) * (x[0] + 1.0))}; }
+Out cbrt_vjp(const ir::Equation&, Ts, Ts y, Ts g) { return {g[0] / (y[0] * y[0] * 3.0)}; }  // (1/3) y^-2
 
 // rem(a, b) = a - b trunc(a / b): d/da = 1, d/db = -trunc(a / b) (as JAX).
 Out rem_vjp(const ir::Equation&, Ts x, Ts, Ts g) {
   Tensor q = x[0] / x[1];
   return {g[0], -(g[0] * (sign(q) * floor(abs(q))))};
+}
+
+// atan2(x, y): (y, -x) / (x^2 + y^2), as JAX.
+Out atan2_vjp(const ir::Equation&, Ts x, Ts, Ts g) {
+  Tensor r = g[0] / (x[0] * x[0] + x[1] * x[1]);
+  return {r * x[1], -(r * x[0])};
 }
 
 // As JAX: x takes the cotangent strictly inside (lo, hi); lo where it is above x (and below hi);
@@ -175,7 +191,17 @@ void register_model_vjps(VjpTable& t) {
   set_vjp(t, P::log1p, log1p_vjp);
   set_vjp(t, P::expm1, expm1_vjp);
   set_vjp(t, P::tan, tan_vjp);
+  set_vjp(t, P::atan, atan_vjp);
+  set_vjp(t, P::asin, asin_vjp);
+  set_vjp(t, P::acos, acos_vjp);
+  set_vjp(t, P::sinh, sinh_vjp);
+  set_vjp(t, P::cosh, cosh_vjp);
+  set_vjp(t, P::asinh, asinh_vjp);
+  set_vjp(t, P::acosh, acosh_vjp);
+  set_vjp(t, P::atanh, atanh_vjp);
+  set_vjp(t, P::cbrt, cbrt_vjp);
   set_vjp(t, P::rem, rem_vjp);
+  set_vjp(t, P::atan2, atan2_vjp);
   set_vjp(t, P::clamp, clamp_vjp);
   // Piecewise constant, or not on floats at all: zero, as in JAX.
   for (P p : {P::floor, P::ceil, P::round, P::logical_not, P::logical_and, P::logical_or, P::logical_xor,

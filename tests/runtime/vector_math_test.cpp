@@ -53,6 +53,15 @@ const Case kCases[] = {
     {Fn::log1p, "log1p", [](double x) { return std::log1p(x); }, -0.999f, 1e6f, 1},
     {Fn::expm1, "expm1", [](double x) { return std::expm1(x); }, -80.0f, 88.0f, 1},
     {Fn::tan, "tan", [](double x) { return std::tan(x); }, -100.0f, 100.0f, 1},
+    {Fn::atan, "atan", [](double x) { return std::atan(x); }, -1e6f, 1e6f, 1},
+    {Fn::asin, "asin", [](double x) { return std::asin(x); }, -1.0f, 1.0f, 1},
+    {Fn::acos, "acos", [](double x) { return std::acos(x); }, -1.0f, 1.0f, 1},
+    {Fn::sinh, "sinh", [](double x) { return std::sinh(x); }, -88.0f, 88.0f, 1},
+    {Fn::cosh, "cosh", [](double x) { return std::cosh(x); }, -88.0f, 88.0f, 1},
+    {Fn::asinh, "asinh", [](double x) { return std::asinh(x); }, -1e6f, 1e6f, 1},
+    {Fn::acosh, "acosh", [](double x) { return std::acosh(x); }, 1.0f, 1e6f, 1},
+    {Fn::atanh, "atanh", [](double x) { return std::atanh(x); }, -0.999f, 0.999f, 1},
+    {Fn::cbrt, "cbrt", [](double x) { return std::cbrt(x); }, -1e30f, 1e30f, 1},
 };
 static_assert(std::size(kCases) == kNumFns, "every vector function has its bound checked here");
 

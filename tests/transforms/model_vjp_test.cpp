@@ -38,6 +38,12 @@ TEST(ModelVjp, Elementwise) {
   check([](const Xs& x) { return fy::erf_inv(x[0]); }, {{3, 4}}, -0.9, 0.9);
   check([](const Xs& x) { return fy::log1p(x[0]); }, {{3, 4}}, -0.5, 2.0);
   check([](const Xs& x) { return fy::expm1(x[0]); }, {{3, 4}});
+  check([](const Xs& x) { return fy::atan(x[0]) + fy::sinh(x[0]) + fy::cosh(x[0]) + fy::asinh(x[0]); }, {{3, 4}}, -2.0, 2.0);
+  check([](const Xs& x) { return fy::asin(x[0]) + fy::acos(x[0]) + fy::atanh(x[0]); }, {{3, 4}}, -0.9, 0.9);
+  check([](const Xs& x) { return fy::acosh(x[0]); }, {{3, 4}}, 1.2, 4.0);
+  check([](const Xs& x) { return fy::atan2(x[0], x[1]); }, {{3, 4}, {3, 4}});
+  check([](const Xs& x) { return fy::cbrt(x[0]); }, {{3, 4}}, 0.2, 3.0);
+  check([](const Xs& x) { return fy::cbrt(x[0]); }, {{3, 4}}, -3.0, -0.2);
   check([](const Xs& x) { return fy::tan(x[0]); }, {{3, 4}}, -1.2, 1.2);
   check([](const Xs& x) { return fy::floor(x[0]) + x[0]; }, {{3, 4}}, 0.1, 0.9);
   check([](const Xs& x) { return fy::ceil(x[0]) * x[0] + fy::round(x[0]); }, {{3, 4}}, 0.1, 0.4);

@@ -24,6 +24,8 @@ for _name, _fn in {
         "neg": F.neg, "exp": F.exp, "log": F.log, "sin": F.sin, "cos": F.cos, "tanh": F.tanh,
         "logistic": F.logistic, "sqrt": F.sqrt, "rsqrt": F.rsqrt, "sign": F.sign, "erf": F.erf,
         "erf_inv": F.erf_inv, "log1p": F.log1p, "expm1": F.expm1, "floor": F.floor, "ceil": F.ceil,
+        "atan": F.atan, "asin": F.asin, "acos": F.acos, "sinh": F.sinh, "cosh": F.cosh, "asinh": F.asinh,
+        "acosh": F.acosh, "atanh": F.atanh, "cbrt": F.cbrt,
         "not": F.logical_not, "stop_gradient": F.stop_gradient}.items():
     rule(_name)(_unary(_fn))
 
@@ -108,6 +110,11 @@ def _div(ctx, eqn, a, b):
         # XLA's integer division truncates toward zero: trunc(a / b) from the remainder.
         return F.convert(F.div(F.convert(F.sub(a, F.rem(a, b)), "f64"), F.convert(b, "f64")), "i32")
     return F.div(a, b)
+
+
+@rule("atan2")
+def _atan2(ctx, eqn, a, b):
+    return F.atan2(a, b)
 
 
 @rule("rem")

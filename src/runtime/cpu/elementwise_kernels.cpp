@@ -143,6 +143,7 @@ void binary_float(const ir::Equation& eq, const T* a, bool sa, const T* b, bool 
       if constexpr (std::is_same_v<T, float>) return vmath::pow(a, sa, b, sb, y, n);
       else return map2(a, sa, b, sb, y, n, [](C p, C q) { return std::pow(p, q); });
     case P::rem: return map2(a, sa, b, sb, y, n, [](C p, C q) { return std::fmod(p, q); });
+    case P::atan2: return map2(a, sa, b, sb, y, n, [](C p, C q) { return std::atan2(p, q); });
     default: kernel_bug(eq, "not a binary primitive");
   }
 }

@@ -33,6 +33,15 @@ template <class C> __device__ C unary_float(Op op, C v) {
     case Op::log1p: return log1p(v);
     case Op::expm1: return expm1(v);
     case Op::tan: return tan(v);
+    case Op::atan: return atan(v);
+    case Op::asin: return asin(v);
+    case Op::acos: return acos(v);
+    case Op::sinh: return sinh(v);
+    case Op::cosh: return cosh(v);
+    case Op::asinh: return asinh(v);
+    case Op::acosh: return acosh(v);
+    case Op::atanh: return atanh(v);
+    case Op::cbrt: return cbrt(v);
     case Op::floor: return floor(v);
     case Op::ceil: return ceil(v);
     case Op::round: return round(v);  // half away from zero, as std::round
@@ -50,6 +59,7 @@ template <class C> __device__ C binary_float(Op op, C p, C q) {
     case Op::min: return min_nan(p, q);
     case Op::pow: return pow(p, q);
     case Op::rem: return fmod(p, q);
+    case Op::atan2: return atan2(p, q);
     default: return C(0);
   }
 }
