@@ -36,6 +36,7 @@ CASES = [
     ("inverse_trig", lambda x: jnp.arctan(x) + jnp.arcsin(x) + jnp.arccos(x) + jnp.arctanh(x), [f32(9, lo=-0.9, hi=0.9)], True),
     ("hyperbolic", lambda x: jnp.sinh(x) + jnp.cosh(x) + jnp.arcsinh(x) + jnp.arccosh(jnp.abs(x) + 1.5), [f32(9)], True),
     ("cbrt", lambda x: jnp.cbrt(x), [f32(9, lo=0.3)], True),
+    ("diagonal", lambda x: jnp.diagonal(x) * 2 + jnp.trace(x) + jnp.diag(x)[::-1], [f32(5, 5)], True),
     ("atan2", lambda y, x: jnp.arctan2(y, x) + jnp.arctan2(y, -1.0), [f32(9), f32(9)], True),
     ("log1p_expm1", lambda x: jnp.log1p(x) + jnp.expm1(x), [f32(8, lo=0, hi=1)], True),
     ("floor_ceil_round", lambda x: jnp.floor(x) + jnp.ceil(x) + jnp.round(x) + lax.round(x),

@@ -112,6 +112,21 @@ def _div(ctx, eqn, a, b):
     return F.div(a, b)
 
 
+@rule("platform_index")
+def _platform_index(ctx, eqn):
+    """lax.platform_dependent's choice (jnp.diagonal makes one): the branch for "cpu", else the
+    default. The branches compute the same function (each is a lowering for its platforms), so the
+    choice holds for every ferry backend."""
+    platforms = eqn.params["platforms"]
+    for i, names in enumerate(platforms):
+        if names is not None and "cpu" in names:
+            return scalar(i, "i32")
+    for i, names in enumerate(platforms):
+        if names is None:
+            return scalar(i, "i32")
+    raise unimplemented(f"platform_dependent with branches only for {platforms} at {where(eqn)}")
+
+
 @rule("atan2")
 def _atan2(ctx, eqn, a, b):
     return F.atan2(a, b)
