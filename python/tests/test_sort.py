@@ -105,3 +105,23 @@ def test_prng_keys_are_refused_by_name():
     keys = jax.random.split(jax.random.key(0), 4)
     with pytest.raises(ferry.Error, match="UNIMPLEMENTED"):
         ferry.jax.jit(lambda k: lax.sort(k))(keys)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, jnp.bfloat16, np.int32, np.uint32])
+def test_searchsorted_and_total_order_comparisons(dtype):
+    """jnp.searchsorted (both sides) and jnp.interp, and lt_to/le_to themselves on NaN of both
+    signs and signed zeros: jax.jit's results exactly."""
+    if np.issubdtype(np.dtype(dtype), np.integer):
+        edges, q = np.sort(rng.integers(0, 50, 9)).astype(dtype), rng.integers(0, 50, 30).astype(dtype)
+    else:
+        edges = np.sort(rng.normal(size=9)).astype(dtype)
+        q = np.concatenate([rng.normal(size=30), [np.nan, -np.inf, np.inf, 0.0, -0.0]]).astype(dtype)
+        q = np.concatenate([q, edges])
+    for side in ("left", "right"):
+        both(lambda e, v: jnp.searchsorted(e, v, side=side), edges, q)
+    if dtype == np.float32:
+        np.testing.assert_allclose(ferry.jax.jit(lambda v: jnp.interp(v, edges, jnp.arange(9.0)))(q[:30]),
+                                   jnp.interp(q[:30], edges, jnp.arange(9.0)), rtol=1e-6)
+        x = np.array([np.nan, -np.nan, -0.0, 0.0, 1.0, -np.inf, np.inf, -1.0], np.float32)
+        y = x[::-1].copy()
+        both(lambda a, b: (lax.lt_to_p.bind(a, b), lax.le_to_p.bind(a, b)), x, y)

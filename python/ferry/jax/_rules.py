@@ -71,6 +71,31 @@ for _name, _fn in {"lt": F.lt, "le": F.le, "gt": F.gt, "ge": F.ge}.items():
     rule(_name)(_ordered(_fn))
 
 
+def _total_order_key(eqn, x):
+    """x as an i32 whose signed order is IEEE's total order on floats (-NaN < -inf < ... < -0 < +0
+    < ... < inf < NaN: the bits, every bit but the sign flipped where it is set); integers as they
+    order. f16 and bf16 widen to f32 exactly first; f64 has no i64 to go to."""
+    aval = eqn.invars[0].aval
+    if is_unsigned(aval):
+        return _flip(x)
+    if x.dtype == "bool":
+        return F.convert(x, "i32")
+    if x.dtype == "i32":
+        return x
+    if x.dtype == "f64":
+        raise unimplemented(f"{eqn.primitive.name} of float64 at {where(eqn)} (ferry has no 64-bit integers)")
+    bits = F.bitcast_convert_type(x if x.dtype == "f32" else F.convert(x, "f32"), "i32")
+    flip = F.select_n(F.lt(bits, scalar(0, "i32")), [scalar(0, "i32"), scalar(0x7fffffff, "i32")])
+    return F.logical_xor(bits, flip)
+
+
+@rule("lt_to", "le_to")
+def _total_order_compare(ctx, eqn, a, b):
+    """lt_to / le_to: comparisons in the total order (jnp.searchsorted and jnp.interp use them)."""
+    fn = F.lt if eqn.primitive.name == "lt_to" else F.le
+    return fn(_total_order_key(eqn, a), _total_order_key(eqn, b))
+
+
 @rule("max", "min")
 def _max_min(ctx, eqn, a, b):
     fn = F.max if eqn.primitive.name == "max" else F.min
