@@ -182,3 +182,21 @@ def test_flax_initializers_inside_jit():
     init = lambda k: model.init(k, x)
     got, want = ferry.jax.jit(init)(jax.random.key(0)), jax.jit(init)(jax.random.key(0))
     assert_trees_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: jnp.cumprod(a, axis=1),
+    lambda a: lax.cumprod(a, axis=0, reverse=True),
+    lambda a: jnp.prod(a, axis=1) + jnp.prod(a, axis=0)[:4] + jnp.prod(a),
+    lambda a: lax.cumlogsumexp(a, axis=1),
+], ids=["cumprod", "cumprod_reverse", "prod", "cumlogsumexp"])
+def test_products_along_an_axis_with_zeros(fn):
+    """cumprod, reduce_prod and cumlogsumexp (parallel prefixes): values within rounding of
+    jax.jit's, and gradients equal to jax.grad's where an operand element is zero (no division)."""
+    x = f32(4, 6, lo=0.5, hi=1.5)
+    x[1, 2] = x[3, 0] = 0.0
+    np.testing.assert_allclose(ferry.jax.jit(fn)(x), jax.jit(fn)(x), rtol=1e-5, atol=1e-6)
+    loss = lambda a: jnp.sum(jnp.sin(fn(a)))
+    np.testing.assert_allclose(ferry.jax.jit(ferry.jax.grad(loss))(x), jax.jit(jax.grad(loss))(x),
+                               rtol=1e-5, atol=1e-6)
+    assert np.isfinite(np.asarray(ferry.jax.jit(ferry.jax.grad(loss))(x))).all()

@@ -3,17 +3,23 @@ dot_general, reductions, shapes, indexing, gather and scatter-add.
 
 Primitives ferry has no operation for are composed from ferry operations exactly as XLA expands
 them where that is exact (integer_pow by repeated squaring in XLA's order, square, pad, rev,
-is_finite, round to nearest even, exp2, tan); uint32 comparisons, divisions and conversions read
-the equation's avals. What cannot be composed exactly has no rule (UNIMPLEMENTED).
+is_finite, round to nearest even, exp2, tan, nextafter); products along an axis (cumprod,
+reduce_prod, cumlogsumexp) through the parallel prefix JAX differentiates them by, which rounds
+in another order, as ferry's sums do; uint32 comparisons, divisions and conversions read the
+equation's avals. What cannot be composed exactly has no rule (UNIMPLEMENTED).
 """
+import functools
 import math
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from ferry import _ferry as F
 from ferry._errors import unimplemented
 from ferry.jax._interpreter import (
-    ferry_dtype, is_key, is_unsigned, key_shape, physical_shape, rule, scalar, where)
+    call_closed, ferry_dtype, is_key, is_unsigned, key_shape, physical_shape, rule, scalar, where)
 
 
 def _unary(fn):
@@ -426,6 +432,47 @@ def _top_k(ctx, eqn, x):
     limit[axis] = k
     positions = F.slice(order, [0] * rank, limit, [1] * rank)
     return [F.take_along_axis(x, positions, axis, "clip"), positions]
+
+
+def _by_associative_scan(ctx, eqn, x, combine, axis, reverse):
+    """lax.associative_scan(combine) along axis, converted from the jaxpr JAX makes of it: the
+    parallel prefix that JAX itself differentiates these reductions through, so ferry's gradient is
+    that composition's (exact where x has zeros, which a division would not be)."""
+    aval = eqn.invars[0].aval
+    fn = functools.partial(lax.associative_scan, combine, axis=axis, reverse=reverse)
+    closed = jax.make_jaxpr(fn)(jax.ShapeDtypeStruct(aval.shape, aval.dtype))
+    (out,) = call_closed(ctx, closed, [x], eqn)
+    return out
+
+
+@rule("cumprod", "cumlogsumexp")
+def _cumulative_by_scan(ctx, eqn, x):
+    """XLA's CPU multiplies each prefix in order; the parallel prefix here rounds in another order
+    (well within the tolerances against jax.jit)."""
+    combine = lax.mul if eqn.primitive.name == "cumprod" else jnp.logaddexp
+    return _by_associative_scan(ctx, eqn, x, combine, eqn.params["axis"], eqn.params["reverse"])
+
+
+@rule("reduce_prod")
+def _reduce_prod(ctx, eqn, x):
+    """The product over the axes: the reduced axes moved last and merged, the parallel prefix
+    product along them, its last element."""
+    shape = list(eqn.invars[0].aval.shape)
+    axes = sorted(eqn.params["axes"])
+    if not axes:
+        return x
+    kept = [d for d in range(len(shape)) if d not in axes]
+    n = int(np.prod([shape[d] for d in axes]))
+    out_shape = [shape[d] for d in kept]
+    if n == 0:
+        return scalar(1, x.dtype, out_shape)
+    moved = F.reshape(F.transpose(x, kept + axes), out_shape + [n])
+    aval = eqn.invars[0].aval
+    flat = jax.ShapeDtypeStruct(tuple(out_shape) + (n,), aval.dtype)
+    fn = functools.partial(lax.associative_scan, lax.mul, axis=len(out_shape))
+    (prefix,) = call_closed(ctx, jax.make_jaxpr(fn)(flat), [moved], eqn)
+    last = F.slice(prefix, [0] * len(out_shape) + [n - 1], out_shape + [n], [1] * (len(out_shape) + 1))
+    return F.reshape(last, out_shape)
 
 
 # Shapes. Key arrays carry their key data's trailing dimensions through every shape operation.
