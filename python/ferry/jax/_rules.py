@@ -9,6 +9,7 @@ in another order, as ferry's sums do; uint32 comparisons, divisions and conversi
 equation's avals. What cannot be composed exactly has no rule (UNIMPLEMENTED).
 """
 import functools
+import itertools
 import math
 
 import jax
@@ -582,8 +583,11 @@ def _concatenate(ctx, eqn, *xs):
 
 @rule("pad")
 def _pad(ctx, eqn, x, value):
-    # XLA's pad: interior padding first, then edge padding (negative edges slice).
-    config = list(eqn.params["padding_config"])
+    return _pad_tensor(x, value, list(eqn.params["padding_config"]))
+
+
+def _pad_tensor(x, value, config):
+    """XLA's pad: interior padding first, then edge padding (negative edges slice)."""
     dtype = x.dtype
     for axis, (lo, hi, interior) in enumerate(config):
         if interior > 0 and x.shape[axis] > 1:
@@ -615,6 +619,103 @@ def _pad(ctx, eqn, x, value):
                 x = F.slice(x, start, limit, [1] * len(x.shape))
     del dtype
     return x
+
+
+@rule("conv_general_dilated")
+def _conv(ctx, eqn, lhs, rhs):
+    """conv_general_dilated as XLA defines it, composed: the input dilated (lhs_dilation) and
+    padded by pad's rule, channels last, then matrix products summed in order. Where the kernel
+    has fewer positions than the result, one product per kernel position (a strided window of
+    the input times that position's [I, O] weights, all into one [N, P, O] sum); else one product
+    per result position (its whole window times all the weights), as for the weight gradients
+    jax.grad makes, whose "kernel" is a whole activation. Feature and batch groups batch the
+    products. Half types accumulate in float32 and round once, as XLA's convolution does;
+    ferry.jax.grad differentiates the composition, and jax.grad's convolutions convert the same way."""
+    p = eqn.params
+    dn = p["dimension_numbers"]
+    lhs_spec, rhs_spec, out_spec = list(dn.lhs_spec), list(dn.rhs_spec), list(dn.out_spec)
+    nd = len(lhs_spec) - 2
+    groups, batch_groups = int(p["feature_group_count"]), int(p["batch_group_count"])
+    out = ferry_dtype(eqn.outvars[0].aval)
+    if out in ("i32", "bool") or lhs.dtype in ("i32", "bool"):
+        raise unimplemented(f"conv_general_dilated of integers at {where(eqn)} (ferry multiplies floats)")
+    if groups > 1 and batch_groups > 1:
+        raise unimplemented(f"conv_general_dilated with both group counts above 1 at {where(eqn)}")
+    compute = "f64" if "f64" in (lhs.dtype, rhs.dtype, out) else "f32"
+    # Channels last: x [N, spatial..., C], w [kernel..., I, O] (NHWC and HWIO need no copy).
+    x = F.transpose(lhs if lhs.dtype == compute else F.convert(lhs, compute),
+                    [lhs_spec[0]] + lhs_spec[2:] + [lhs_spec[1]])
+    w = F.transpose(rhs if rhs.dtype == compute else F.convert(rhs, compute), rhs_spec[2:] + [rhs_spec[1], rhs_spec[0]])
+    lhs_dilation = list(p["lhs_dilation"] or [1] * nd)
+    rhs_dilation = list(p["rhs_dilation"] or [1] * nd)
+    strides = list(p["window_strides"])
+    config = [(0, 0, 0)] + [(lo, hi, d - 1) for (lo, hi), d in zip(p["padding"], lhs_dilation)] + [(0, 0, 0)]
+    x = _pad_tensor(x, scalar(0, compute), config)
+    n, spatial, c = x.shape[0], list(x.shape[1:-1]), x.shape[-1]
+    kernel, i, o = list(w.shape[:-2]), w.shape[-2], w.shape[-1]
+    out_spatial = [max(0, (spatial[d] - (kernel[d] - 1) * rhs_dilation[d] - 1) // strides[d] + 1) for d in range(nd)]
+    n_out = n // batch_groups
+    positions = int(np.prod(out_spatial)) if nd else 1
+    taps = int(np.prod(kernel)) if nd else 1
+    if positions == 0 or taps == 0 or c == 0:
+        acc = F.broadcast_in_dim(scalar(0, compute), [n_out, positions, o], [])
+    elif taps <= positions:
+        acc = None
+        for k in itertools.product(*[range(size) for size in kernel]):
+            start = [0] + [k[d] * rhs_dilation[d] for d in range(nd)] + [0]
+            limit = [n] + [start[1 + d] + (out_spatial[d] - 1) * strides[d] + 1 for d in range(nd)] + [c]
+            window = F.reshape(F.slice(x, start, limit, [1] + strides + [1]), [n, positions, c])
+            weights = F.reshape(F.slice(w, list(k) + [0, 0], [j + 1 for j in k] + [i, o], [1] * (nd + 2)), [i, o])
+            term = _conv_tap(window, weights, groups, batch_groups)
+            acc = term if acc is None else F.add(acc, term)
+    else:
+        weights = F.reshape(w, [taps, i, o])
+        parts = []
+        for q in itertools.product(*[range(size) for size in out_spatial]):
+            start = [0] + [q[d] * strides[d] for d in range(nd)] + [0]
+            limit = [n] + [start[1 + d] + (kernel[d] - 1) * rhs_dilation[d] + 1 for d in range(nd)] + [c]
+            window = F.reshape(F.slice(x, start, limit, [1] + rhs_dilation + [1]), [n, taps, c])
+            parts.append(F.reshape(_conv_position(window, weights, groups, batch_groups), [n_out, 1, o]))
+        acc = parts[0] if len(parts) == 1 else F.concatenate(parts, 1)
+    y = F.reshape(acc, [n_out] + out_spatial + [o])  # [batch, spatial..., feature]
+    perm = [0] * (nd + 2)
+    perm[out_spec[0]], perm[out_spec[1]] = 0, nd + 1
+    for d in range(nd):
+        perm[out_spec[2 + d]] = 1 + d
+    y = F.transpose(y, perm)
+    return y if y.dtype == out else F.convert(y, out)
+
+
+def _conv_tap(window, weights, groups, batch_groups):
+    """One kernel position: window [N, P, C] times weights [I, O], as [N / batch_groups, P, O]."""
+    n, positions, c = window.shape
+    i, o = weights.shape
+    if groups == 1 and batch_groups == 1:
+        return F.dot_general(window, weights, [2], [0], [], [])
+    if groups > 1:  # input features in `groups` blocks, each with its block of output features
+        y = F.dot_general(F.reshape(window, [n, positions, groups, c // groups]),
+                          F.reshape(weights, [i, groups, o // groups]), [3], [0], [2], [1])  # [G, N, P, O/G]
+        return F.reshape(F.transpose(y, [1, 2, 0, 3]), [n, positions, o])
+    # the batch in `batch_groups` blocks, each with its block of output features
+    y = F.dot_general(F.reshape(window, [batch_groups, n // batch_groups, positions, c]),
+                      F.reshape(weights, [i, batch_groups, o // batch_groups]), [3], [0], [0], [1])  # [B, N/B, P, O/B]
+    return F.reshape(F.transpose(y, [1, 2, 0, 3]), [n // batch_groups, positions, o])
+
+
+def _conv_position(window, weights, groups, batch_groups):
+    """One result position: window [N, T, C] (T kernel positions) times weights [T, I, O], as
+    [N / batch_groups, O]."""
+    n, taps, c = window.shape
+    _, i, o = weights.shape
+    if groups == 1 and batch_groups == 1:
+        return F.dot_general(window, weights, [1, 2], [0, 1], [], [])
+    if groups > 1:
+        y = F.dot_general(F.reshape(window, [n, taps, groups, c // groups]),
+                          F.reshape(weights, [taps, i, groups, o // groups]), [1, 3], [0, 1], [2], [2])  # [G, N, O/G]
+        return F.reshape(F.transpose(y, [1, 0, 2]), [n, o])
+    y = F.dot_general(F.reshape(window, [batch_groups, n // batch_groups, taps, c]),
+                      F.reshape(weights, [taps, i, batch_groups, o // batch_groups]), [2, 3], [0, 1], [0], [2])
+    return F.reshape(F.transpose(y, [1, 0, 2]), [n // batch_groups, o])  # from [B, N/B, O/B]
 
 
 def _take(x, indices, axis):
