@@ -718,6 +718,115 @@ def _conv_position(window, weights, groups, batch_groups):
     return F.reshape(F.transpose(y, [1, 0, 2]), [n // batch_groups, o])  # from [B, N/B, O/B]
 
 
+def _window_init(name, dtype):
+    """The value reduce_window pads with and starts from: 0 for sums, -inf / +inf for max / min
+    (the i32 extremes for integers)."""
+    if name.endswith("sum"):
+        return scalar(0, dtype)
+    lowest = name.endswith("max")
+    if dtype == "i32":
+        return scalar(-2 ** 31 if lowest else 2 ** 31 - 1, "i32")
+    return scalar(float("-inf") if lowest else float("inf"), dtype)
+
+
+def _window_combine(name, acc, value):
+    """acc combined with the next window element. max / min keep the earlier element unless the
+    later one is strictly beyond it (or NaN where acc is not), through select, so that the
+    gradient goes to the first extreme in window order alone, as jax.grad's select_and_scatter_add
+    sends it; the value is max / min's, NaN included."""
+    if name == "reduce_window_sum":
+        return F.add(acc, value)
+    beyond = F.gt(value, acc) if name == "reduce_window_max" else F.lt(value, acc)
+    nan_first = F.logical_and(F.ne(value, value), F.eq(acc, acc))
+    return F.select_n(F.logical_or(beyond, nan_first), [acc, value])
+
+
+@rule("reduce_window_sum", "reduce_window_max", "reduce_window_min")
+def _reduce_window(ctx, eqn, x):
+    """reduce_window (pooling) as XLA defines it, composed: x dilated and padded with the
+    reduction's initial value, then either one strided window per window position combined in
+    window order (_window_combine; sums in XLA's order), or, where the window has more positions
+    than the result, one reduction per result position (global pooling)."""
+    name = eqn.primitive.name
+    p = eqn.params
+    if x.dtype == "bool":
+        raise unimplemented(f"{name} of bool at {where(eqn)}")
+    rank = len(x.shape)
+    window, strides = list(p["window_dimensions"]), list(p["window_strides"])
+    dilation = list(p["window_dilation"])
+    init = _window_init(name, x.dtype)
+    config = [(lo, hi, b - 1) for (lo, hi), b in zip(p["padding"], p["base_dilation"])]
+    x = _pad_tensor(x, init, config)
+    shape = list(x.shape)
+    out_shape = [max(0, (shape[d] - (window[d] - 1) * dilation[d] - 1) // strides[d] + 1) for d in range(rank)]
+    taps, positions = int(np.prod(window)), int(np.prod(out_shape))
+    if taps == 0 or positions == 0:
+        return F.broadcast_in_dim(init, out_shape, [])
+    if taps <= positions:
+        acc = None
+        for k in itertools.product(*[range(w) for w in window]):
+            start = [k[d] * dilation[d] for d in range(rank)]
+            limit = [start[d] + (out_shape[d] - 1) * strides[d] + 1 for d in range(rank)]
+            part = F.slice(x, start, limit, strides)
+            acc = part if acc is None else _window_combine(name, acc, part)
+        return acc
+    parts = []
+    for q in itertools.product(*[range(n) for n in out_shape]):
+        start = [q[d] * strides[d] for d in range(rank)]
+        limit = [start[d] + (window[d] - 1) * dilation[d] + 1 for d in range(rank)]
+        flat = F.reshape(F.slice(x, start, limit, dilation), [taps])
+        if name == "reduce_window_sum":
+            parts.append(F.reshape(F.reduce_sum(flat, [0]), [1]))
+        else:  # the first extreme (NaN first), taken: its gradient goes there alone, as JAX's does
+            at = (F.argmax if name == "reduce_window_max" else F.argmin)(flat, 0)
+            parts.append(F.take_along_axis(flat, F.reshape(at, [1]), 0, "clip"))
+    flat = parts[0] if len(parts) == 1 else F.concatenate(parts, 0)
+    return F.reshape(flat, out_shape)
+
+
+@rule("select_and_scatter_add")
+def _select_and_scatter_add(ctx, eqn, source, operand):
+    """The gradient jax.grad makes of max / min pooling: in each window the first element (in
+    window order) that select_prim (ge: the maximum, le: the minimum) keeps over every later one
+    receives that window's source value; windows that overlap add. Padding is never selected."""
+    p = eqn.params
+    keep = {"ge": F.ge, "le": F.le}.get(p["select_prim"].name)
+    if keep is None:
+        raise unimplemented(f"select_and_scatter_add with select_prim {p['select_prim']} at {where(eqn)}")
+    rank = len(operand.shape)
+    window, strides = list(p["window_dimensions"]), list(p["window_strides"])
+    pads = [tuple(pair) for pair in p["padding"]]
+    if any(lo < 0 or hi < 0 for lo, hi in pads):
+        raise unimplemented(f"select_and_scatter_add with negative padding at {where(eqn)}")
+    out_shape = list(source.shape)
+    x = _pad_tensor(operand, scalar(0, operand.dtype), [(lo, hi, 0) for lo, hi in pads])
+    inside = _pad_tensor(F.broadcast_in_dim(scalar(1, "bool"), list(operand.shape), []), scalar(0, "bool"),
+                         [(lo, hi, 0) for lo, hi in pads])
+    padded = list(x.shape)
+    taps = list(itertools.product(*[range(w) for w in window]))
+    best = chosen = found = None
+    for t, k in enumerate(taps):
+        limit = [k[d] + (out_shape[d] - 1) * strides[d] + 1 for d in range(rank)]
+        value, valid = F.slice(x, list(k), limit, strides), F.slice(inside, list(k), limit, strides)
+        take = valid if best is None else F.logical_and(valid, F.logical_or(
+            F.logical_not(found), F.logical_not(keep(best, value))))
+        tap = F.broadcast_in_dim(scalar(t, "i32"), out_shape, [])
+        best = value if best is None else F.select_n(take, [best, value])
+        chosen = F.select_n(take, [F.broadcast_in_dim(scalar(-1, "i32"), out_shape, []), tap]) if chosen is None \
+            else F.select_n(take, [chosen, tap])
+        found = take if found is None else F.logical_or(found, take)
+    zero = scalar(0, source.dtype)
+    total = None
+    for t, k in enumerate(taps):
+        part = F.select_n(F.eq(chosen, scalar(t, "i32")), [F.broadcast_in_dim(zero, out_shape, []), source])
+        config = [(k[d], padded[d] - k[d] - (out_shape[d] - 1) * strides[d] - 1, strides[d] - 1) for d in range(rank)]
+        placed = _pad_tensor(part, zero, config)
+        total = placed if total is None else F.add(total, placed)
+    if total is None:
+        return F.broadcast_in_dim(zero, list(operand.shape), [])
+    return _pad_tensor(total, zero, [(-lo, -hi, 0) for lo, hi in pads])
+
+
 def _take(x, indices, axis):
     """x's slices along `axis` at the i32 `indices` (a vector), as a gather."""
     n = indices.shape[0]
