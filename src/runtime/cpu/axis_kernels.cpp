@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "runtime/axis_view.h"
+#include "runtime/sort_order.h"
 #include "runtime/cpu/check.h"
 #include "runtime/cpu/dtype_dispatch.h"
 #include "runtime/cpu/kernel_groups.h"
@@ -66,58 +67,28 @@ template <class T, class F> void running(const T* x, T* y, const AxisView& v, bo
   });
 }
 
-// An element's place in the order as a signed integer. IEEE's total order (top_k's, and the
-// total_order parameter's) is a float's bits with every bit but the sign flipped where the sign is
-// set: -NaN < -inf < ... < -0 < +0 < ... < inf < NaN. jax.lax.sort compares in it after making -0
-// into +0 and every NaN into one NaN (its _canonicalize_float_for_sort): -inf < ... < -0 = +0 <
-// ... < inf < NaN, all NaNs equal.
+// An element's place in argsort's order (sort_order.h).
 template <class T> int64_t order_key(T x, bool total_order) {
   if constexpr (std::is_integral_v<T>) {
     return static_cast<int64_t>(x);  // i32, bool
   } else {
     const auto c = load(x);
-    if (!total_order && c != c) return std::numeric_limits<int64_t>::max();
-    if (!total_order && c == 0) return 0;
-    if constexpr (is_half_v<T>) {
-      const int16_t b = static_cast<int16_t>(x.bits);
-      return b < 0 ? b ^ 0x7fff : b;
-    } else if constexpr (std::is_same_v<T, float>) {
-      const int32_t b = std::bit_cast<int32_t>(x);
-      return b < 0 ? b ^ std::numeric_limits<int32_t>::max() : b;
-    } else {
-      const int64_t b = std::bit_cast<int64_t>(x);
-      return b < 0 ? b ^ std::numeric_limits<int64_t>::max() : b;
-    }
+    if constexpr (is_half_v<T>) return float_sort_key(static_cast<int16_t>(x.bits), c != c, c == 0, total_order);
+    else if constexpr (std::is_same_v<T, float>) return float_sort_key(std::bit_cast<int32_t>(x), c != c, c == 0, total_order);
+    else return float_sort_key(std::bit_cast<int64_t>(x), c != c, c == 0, total_order);
   }
 }
 
-// Sorts positions [0, n) of one line (element k at x[k * stride]) into y (y[k * stride]). Ties go
-// to the lower position, so any sorting algorithm gives the stable order: std::sort where the line
-// is contiguous, an in-place heap sort where it is strided (neither allocates).
+// Sorts positions [0, n) of one line (element k at x[k * stride]) into y (y[k * stride]): std::sort
+// where the line is contiguous, the in-place heap sort where it is strided (neither allocates).
 template <class T>
 void argsort_line(const T* x, int32_t* y, int64_t n, int64_t stride, bool descending, bool total_order) {
   auto before = [&](int32_t a, int32_t b) {
-    const int64_t ka = order_key(x[a * stride], total_order), kb = order_key(x[b * stride], total_order);
-    return ka != kb ? (descending ? ka > kb : ka < kb) : a < b;
+    return sorts_before(order_key(x[a * stride], total_order), order_key(x[b * stride], total_order), a, b, descending);
   };
   for (int64_t k = 0; k < n; ++k) y[k * stride] = static_cast<int32_t>(k);
-  if (stride == 1) {
-    std::sort(y, y + n, before);
-    return;
-  }
-  auto at = [&](int64_t k) -> int32_t& { return y[k * stride]; };
-  auto sift_down = [&](int64_t root, int64_t end) {
-    for (int64_t child = 2 * root + 1; child < end; root = child, child = 2 * root + 1) {
-      if (child + 1 < end && before(at(child), at(child + 1))) ++child;
-      if (!before(at(root), at(child))) return;
-      std::swap(at(root), at(child));
-    }
-  };
-  for (int64_t k = n / 2 - 1; k >= 0; --k) sift_down(k, n);
-  for (int64_t end = n - 1; end > 0; --end) {
-    std::swap(at(0), at(end));
-    sift_down(0, end);
-  }
+  if (stride == 1) std::sort(y, y + n, before);
+  else heap_sort_positions(n, [&](int64_t k) -> int32_t& { return y[k * stride]; }, before);
 }
 
 }  // namespace

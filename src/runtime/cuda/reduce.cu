@@ -6,6 +6,7 @@
 #include <cfloat>
 
 #include "runtime/cuda/device.cuh"
+#include "runtime/sort_order.h"
 
 namespace ferry::runtime::cuda {
 namespace {
@@ -111,56 +112,30 @@ template <class T> __global__ void cumulative_kernel(CumulativeOp op, const T* x
   }
 }
 
-// An element's place in the order as a signed integer (the CPU kernel's order_key): a float's bits
-// with every bit but the sign flipped where the sign is set (IEEE's total order); without
-// total_order, as jax.lax.sort, -0 = +0 and every NaN is equal and last.
+// An element's place in argsort's order (sort_order.h, as the CPU kernel's order_key).
 template <class T> __device__ inline int64_t order_key(const T* x, int64_t i, bool total_order) {
-  if constexpr (!std::is_same_v<T, int32_t> && !std::is_same_v<T, uint8_t>) {
-    const auto c = load(x, i);
-    if (!total_order && c != c) return 0x7fffffffffffffffLL;
-    if (!total_order && c == 0) return 0;
-  }
-  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) {
-    const int16_t b = reinterpret_cast<const int16_t*>(x)[i];
-    return b < 0 ? b ^ 0x7fff : b;
-  } else if constexpr (std::is_same_v<T, float>) {
-    const int32_t b = __float_as_int(x[i]);
-    return b < 0 ? b ^ 0x7fffffff : b;
-  } else if constexpr (std::is_same_v<T, double>) {
-    const long long b = __double_as_longlong(x[i]);
-    return b < 0 ? b ^ 0x7fffffffffffffffLL : b;
-  } else {
+  if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, uint8_t>) {
     return static_cast<int64_t>(x[i]);  // i32, bool
+  } else {
+    const auto c = load(x, i);
+    if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>)
+      return float_sort_key(reinterpret_cast<const int16_t*>(x)[i], c != c, c == 0, total_order);
+    else if constexpr (std::is_same_v<T, float>) return float_sort_key(__float_as_int(x[i]), c != c, c == 0, total_order);
+    else return float_sort_key(static_cast<int64_t>(__double_as_longlong(x[i])), c != c, c == 0, total_order);
   }
 }
 
-// A heap sort of each line's positions in place in y (ties to the lower position: stable).
+// A thread per line: the shared heap sort of its positions in place in y (stable by sorts_before).
 template <class T> __global__ void argsort_kernel(const T* x, int32_t* y, int64_t outer, int64_t n, int64_t inner,
                                                   bool descending, bool total_order) {
   FERRY_GRID_LOOP(line, outer * inner) {
     const int64_t base = (line / inner) * n * inner + line % inner;
     auto at = [&](int64_t k) -> int32_t& { return y[base + k * inner]; };
-    auto before = [&](int32_t a, int32_t b) {
-      const int64_t ka = order_key(x, base + a * inner, total_order), kb = order_key(x, base + b * inner, total_order);
-      return ka != kb ? (descending ? ka > kb : ka < kb) : a < b;
-    };
-    auto sift_down = [&](int64_t root, int64_t end) {
-      for (int64_t child = 2 * root + 1; child < end; root = child, child = 2 * root + 1) {
-        if (child + 1 < end && before(at(child), at(child + 1))) ++child;
-        if (!before(at(root), at(child))) return;
-        const int32_t t = at(root);
-        at(root) = at(child);
-        at(child) = t;
-      }
-    };
     for (int64_t k = 0; k < n; ++k) at(k) = static_cast<int32_t>(k);
-    for (int64_t k = n / 2 - 1; k >= 0; --k) sift_down(k, n);
-    for (int64_t end = n - 1; end > 0; --end) {
-      const int32_t t = at(0);
-      at(0) = at(end);
-      at(end) = t;
-      sift_down(0, end);
-    }
+    heap_sort_positions(n, at, [&](int32_t a, int32_t b) {
+      return sorts_before(order_key(x, base + a * inner, total_order), order_key(x, base + b * inner, total_order), a, b,
+                          descending);
+    });
   }
 }
 
