@@ -435,13 +435,13 @@ def _top_k(ctx, eqn, x):
     return [F.take_along_axis(x, positions, axis, "clip"), positions]
 
 
-def _by_associative_scan(ctx, eqn, x, combine, axis, reverse):
-    """lax.associative_scan(combine) along axis, converted from the jaxpr JAX makes of it: the
-    parallel prefix that JAX itself differentiates these reductions through, so ferry's gradient is
-    that composition's (exact where x has zeros, which a division would not be)."""
-    aval = eqn.invars[0].aval
+def _by_associative_scan(ctx, eqn, x, combine, axis, reverse=False):
+    """lax.associative_scan(combine) along axis of x (of the equation's operand dtype), converted
+    from the jaxpr JAX makes of it: the parallel prefix that JAX itself differentiates these
+    reductions through, so ferry's gradient is that composition's (exact where x has zeros, which a
+    division would not be)."""
     fn = functools.partial(lax.associative_scan, combine, axis=axis, reverse=reverse)
-    closed = jax.make_jaxpr(fn)(jax.ShapeDtypeStruct(aval.shape, aval.dtype))
+    closed = jax.make_jaxpr(fn)(jax.ShapeDtypeStruct(tuple(x.shape), eqn.invars[0].aval.dtype))
     (out,) = call_closed(ctx, closed, [x], eqn)
     return out
 
@@ -468,10 +468,7 @@ def _reduce_prod(ctx, eqn, x):
     if n == 0:
         return scalar(1, x.dtype, out_shape)
     moved = F.reshape(F.transpose(x, kept + axes), out_shape + [n])
-    aval = eqn.invars[0].aval
-    flat = jax.ShapeDtypeStruct(tuple(out_shape) + (n,), aval.dtype)
-    fn = functools.partial(lax.associative_scan, lax.mul, axis=len(out_shape))
-    (prefix,) = call_closed(ctx, jax.make_jaxpr(fn)(flat), [moved], eqn)
+    prefix = _by_associative_scan(ctx, eqn, moved, lax.mul, len(out_shape))
     last = F.slice(prefix, [0] * len(out_shape) + [n - 1], out_shape + [n], [1] * (len(out_shape) + 1))
     return F.reshape(last, out_shape)
 
@@ -621,6 +618,17 @@ def _pad_tensor(x, value, config):
     return x
 
 
+def _window_count(size, extent, dilation, stride):
+    """How many windows of `extent` elements `dilation` apart fit in `size`, `stride` apart."""
+    return max(0, (size - (extent - 1) * dilation - 1) // stride + 1)
+
+
+def _strided(x, start, counts, steps):
+    """x's elements from `start` on, `counts[d]` of them `steps[d]` apart along each dimension d."""
+    limit = [s + (c - 1) * st + 1 for s, c, st in zip(start, counts, steps)]
+    return F.slice(x, list(start), limit, list(steps))
+
+
 @rule("conv_general_dilated")
 def _conv(ctx, eqn, lhs, rhs):
     """conv_general_dilated as XLA defines it, composed: the input dilated (lhs_dilation) and
@@ -653,7 +661,7 @@ def _conv(ctx, eqn, lhs, rhs):
     x = _pad_tensor(x, scalar(0, compute), config)
     n, spatial, c = x.shape[0], list(x.shape[1:-1]), x.shape[-1]
     kernel, i, o = list(w.shape[:-2]), w.shape[-2], w.shape[-1]
-    out_spatial = [max(0, (spatial[d] - (kernel[d] - 1) * rhs_dilation[d] - 1) // strides[d] + 1) for d in range(nd)]
+    out_spatial = [_window_count(spatial[d], kernel[d], rhs_dilation[d], strides[d]) for d in range(nd)]
     n_out = n // batch_groups
     positions = int(np.prod(out_spatial)) if nd else 1
     taps = int(np.prod(kernel)) if nd else 1
@@ -663,8 +671,7 @@ def _conv(ctx, eqn, lhs, rhs):
         acc = None
         for k in itertools.product(*[range(size) for size in kernel]):
             start = [0] + [k[d] * rhs_dilation[d] for d in range(nd)] + [0]
-            limit = [n] + [start[1 + d] + (out_spatial[d] - 1) * strides[d] + 1 for d in range(nd)] + [c]
-            window = F.reshape(F.slice(x, start, limit, [1] + strides + [1]), [n, positions, c])
+            window = F.reshape(_strided(x, start, [n] + out_spatial + [c], [1] + strides + [1]), [n, positions, c])
             weights = F.reshape(F.slice(w, list(k) + [0, 0], [j + 1 for j in k] + [i, o], [1] * (nd + 2)), [i, o])
             term = _conv_tap(window, weights, groups, batch_groups)
             acc = term if acc is None else F.add(acc, term)
@@ -673,8 +680,7 @@ def _conv(ctx, eqn, lhs, rhs):
         parts = []
         for q in itertools.product(*[range(size) for size in out_spatial]):
             start = [0] + [q[d] * strides[d] for d in range(nd)] + [0]
-            limit = [n] + [start[1 + d] + (kernel[d] - 1) * rhs_dilation[d] + 1 for d in range(nd)] + [c]
-            window = F.reshape(F.slice(x, start, limit, [1] + rhs_dilation + [1]), [n, taps, c])
+            window = F.reshape(_strided(x, start, [n] + kernel + [c], [1] + rhs_dilation + [1]), [n, taps, c])
             parts.append(F.reshape(_conv_position(window, weights, groups, batch_groups), [n_out, 1, o]))
         acc = parts[0] if len(parts) == 1 else F.concatenate(parts, 1)
     y = F.reshape(acc, [n_out] + out_spatial + [o])  # [batch, spatial..., feature]
@@ -758,23 +764,19 @@ def _reduce_window(ctx, eqn, x):
     config = [(lo, hi, b - 1) for (lo, hi), b in zip(p["padding"], p["base_dilation"])]
     x = _pad_tensor(x, init, config)
     shape = list(x.shape)
-    out_shape = [max(0, (shape[d] - (window[d] - 1) * dilation[d] - 1) // strides[d] + 1) for d in range(rank)]
+    out_shape = [_window_count(shape[d], window[d], dilation[d], strides[d]) for d in range(rank)]
     taps, positions = int(np.prod(window)), int(np.prod(out_shape))
     if taps == 0 or positions == 0:
         return F.broadcast_in_dim(init, out_shape, [])
     if taps <= positions:
         acc = None
         for k in itertools.product(*[range(w) for w in window]):
-            start = [k[d] * dilation[d] for d in range(rank)]
-            limit = [start[d] + (out_shape[d] - 1) * strides[d] + 1 for d in range(rank)]
-            part = F.slice(x, start, limit, strides)
+            part = _strided(x, [k[d] * dilation[d] for d in range(rank)], out_shape, strides)
             acc = part if acc is None else _window_combine(name, acc, part)
         return acc
     parts = []
     for q in itertools.product(*[range(n) for n in out_shape]):
-        start = [q[d] * strides[d] for d in range(rank)]
-        limit = [start[d] + (window[d] - 1) * dilation[d] + 1 for d in range(rank)]
-        flat = F.reshape(F.slice(x, start, limit, dilation), [taps])
+        flat = F.reshape(_strided(x, [q[d] * strides[d] for d in range(rank)], window, dilation), [taps])
         if name == "reduce_window_sum":
             parts.append(F.reshape(F.reduce_sum(flat, [0]), [1]))
         else:  # the first extreme (NaN first), taken: its gradient goes there alone, as JAX's does
@@ -806,8 +808,7 @@ def _select_and_scatter_add(ctx, eqn, source, operand):
     taps = list(itertools.product(*[range(w) for w in window]))
     best = chosen = found = None
     for t, k in enumerate(taps):
-        limit = [k[d] + (out_shape[d] - 1) * strides[d] + 1 for d in range(rank)]
-        value, valid = F.slice(x, list(k), limit, strides), F.slice(inside, list(k), limit, strides)
+        value, valid = _strided(x, k, out_shape, strides), _strided(inside, k, out_shape, strides)
         take = valid if best is None else F.logical_and(valid, F.logical_or(
             F.logical_not(found), F.logical_not(keep(best, value))))
         tap = F.broadcast_in_dim(scalar(t, "i32"), out_shape, [])
