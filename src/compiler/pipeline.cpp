@@ -13,6 +13,7 @@
 #include "compiler/lower_copies.h"
 #include "compiler/materialize_outputs.h"
 #include "compiler/place_copies.h"
+#include "compiler/prune_scans.h"
 #include "compiler/schedule.h"
 #include "compiler/simplify.h"
 #include "ferry/error.h"
@@ -23,12 +24,16 @@ namespace ferry::compiler {
 
 namespace {
 
-// Names go (the policies have read them: drop_names), transposes read only by dot_generals go into
+// Scans stop computing what nobody reads (prune_scans: differentiation leaves unused stacked
+// cotangents and accumulators behind, each holding memory; after the automatic planner, which
+// pairs a scan with its whole recomputation by their bodies as differentiation made them), names
+// go (the policies have read them: drop_names), transposes read only by dot_generals go into
 // their dimension numbers, every output gets its own buffer, transfers between memory kinds become
 // asynchronous copies, elementwise chains become fused loops, the scheduler orders the rest for a
 // low device peak, and the copies are placed around it by the cost model. Buffer assignment (plan_memory, an analysis run by compile) plans the final order.
 std::vector<Pass> placement_passes(const Target& options) {
   std::vector<Pass> passes{
+      {"prune_scans", prune_scans},
       {"drop_names", drop_names},
       {"fold_transposes", fold_transposes},
       {"materialize_outputs", materialize_outputs},
