@@ -83,6 +83,40 @@ TEST(Offload, DevicePeakStaysFlatAsScannedLayersAreAdded) {
   fy::testing::run_checked(l8, {fy::full({batch, width}, 0.1), fy::full({8, width, width}, 0.05)});
 }
 
+// The second report's step over `steps` steps of `width` floats, differentiated for the params
+// alone (xs is read, never differentiated); `carry_offloaded` names the step's input too.
+fy::Compiled second_report_steps(int steps, int width, bool carry_offloaded) {
+  auto step = fy::checkpoint(
+      [carry_offloaded](fy::Tensor y, fy::Tensor /*x_i*/) {
+        if (carry_offloaded) y = fy::checkpoint_name(y, "carry");
+        y = fy::checkpoint_name(fy::sin(y), "save_remat");
+        return std::pair{fy::sin(y), fy::Tensor{}};
+      },
+      offload_names({"carry", "save_remat"}));
+  auto apply = fy::jit([step](fy::Tensor params, fy::Tensor xs) {
+    return fy::grad([&](fy::Tensor p) { return fy::sum(fy::scan(step, p, xs).carry); })(params);
+  });
+  return apply.lower(fy::ShapeDtype{{width}}, fy::ShapeDtype{{steps, width}}).compile();
+}
+
+// The backward scan stacks a cotangent for xs and nobody reads it: the compiler drops it, or
+// the device would hold a whole stack that grows with the length. With every per-step residual
+// offloaded the device is flat; with the carry saved (the report as written) the device grows by
+// the carries alone, one slice per step, and the host by the offloaded slices.
+TEST(Offload, SecondReportDeviceGrowsOnlyByWhatItSaves) {
+  const int width = 1024;
+  const int64_t slice = int64_t{width} * 4;
+  for (bool carry_offloaded : {true, false}) {
+    SCOPED_TRACE(carry_offloaded ? "carry offloaded" : "carry saved");
+    fy::Compiled s8 = second_report_steps(8, width, carry_offloaded), s64 = second_report_steps(64, width, carry_offloaded);
+    fy::MemoryStats m8 = s8.memory_analysis(), m64 = s64.memory_analysis();
+    EXPECT_EQ(m64.temp_size_in_bytes - m8.temp_size_in_bytes, carry_offloaded ? 0 : 56 * slice)
+        << s8.memory_report() << s64.memory_report();
+    EXPECT_EQ(m64.host_temp_size_in_bytes - m8.host_temp_size_in_bytes, (carry_offloaded ? 2 : 1) * 56 * slice);
+    fy::testing::run_checked(s8, {fy::full({width}, 0.3), fy::full({8, width}, 1.0)});
+  }
+}
+
 TEST(Offload, CopiesOverlapComputeOnTheTimeline) {
   const int layers = 6, batch = 8192, width = 64;
   fy::Compiled c = scanned_model(layers, batch, width);
